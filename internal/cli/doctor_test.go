@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/linux/probe"
+)
+
+func runDoctor(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = doctorCmd(args, stdio{in: strings.NewReader(""), out: &out, err: &errb})
+	return out.String(), errb.String(), err
+}
+
+func TestDoctorHost(t *testing.T) {
+	out, _, err := runDoctor(t)
+	if err != nil {
+		t.Fatalf("doctor: %v", err)
+	}
+	r := probe.Detect()
+	for _, f := range r.Features {
+		if !strings.Contains(out, "  "+f.Name+" ") {
+			t.Errorf("output lacks feature %q:\n%s", f.Name, out)
+		}
+	}
+	for _, want := range []string{"kernel  " + r.Kernel, "arch    " + r.Arch, "user    " + r.User, "\nsummary: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if r.LandlockABI < probe.LandlockFullABI {
+		t.Skipf("Landlock ABI %d here (the probe package's tests check it against the kernel)", r.LandlockABI)
+	}
+	if !regexp.MustCompile(`(?m)^  ok +landlock +ABI \d+: `).MatchString(out) {
+		t.Errorf("no ok line for landlock:\n%s", out)
+	}
+}
+
+func TestDoctorJSON(t *testing.T) {
+	out, _, err := runDoctor(t, "--json")
+	if err != nil {
+		t.Fatalf("doctor --json: %v", err)
+	}
+	var r probe.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("doctor --json printed no Report: %v\n%s", err, out)
+	}
+	if _, ok := r.Feature(probe.Landlock); !ok || r.Kernel == "" {
+		t.Errorf("doctor --json: %+v", r)
+	}
+}
+
+func TestDoctorArgs(t *testing.T) {
+	for _, args := range [][]string{{"--nope"}, {"extra"}, {"--json", "extra"}} {
+		_, stderr, err := runDoctor(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("doctor %q: error %v, want a usage error", args, err)
+		}
+		if stderr != "" {
+			t.Errorf("doctor %q wrote to stderr itself (Run reports errors): %q", args, stderr)
+		}
+	}
+	out, _, err := runDoctor(t, "-h")
+	if err != nil || !strings.Contains(out, "usage: moat doctor") || !strings.Contains(out, "-json") {
+		t.Errorf("doctor -h: %v\n%s", err, out)
+	}
+}
+
+func TestWriteDoctor(t *testing.T) {
+	r := probe.Report{
+		Kernel: "Linux 6.1.0", Arch: "amd64", User: "alice (uid 1000)",
+		Features: []probe.Feature{
+			{Name: probe.UserNS, Status: probe.Missing, Detail: "creating one failed: no space left on device",
+				Meaning: "no namespaces", Fix: "first line\n  second line", Required: true},
+			{Name: probe.Landlock, Status: probe.Available, Detail: "ABI 7: filesystem", Required: true},
+			{Name: probe.CgroupV2, Status: probe.Partial, Detail: "not writable", Meaning: "rlimits", Fix: "delegate"},
+		},
+	}
+	var b bytes.Buffer
+	writeDoctor(&b, r)
+	want := `moat doctor: what this host can enforce
+  kernel  Linux 6.1.0
+  arch    amd64
+  user    alice (uid 1000)
+
+  MISSING  user namespaces  creating one failed: no space left on device
+           meaning: no namespaces
+           fix:     first line
+                      second line
+  ok       landlock         ABI 7: filesystem
+  PARTIAL  cgroup v2        not writable
+           meaning: rlimits
+           fix:     delegate
+
+summary: moat run can NOT enforce its full policy here: it lacks user namespaces.
+         Fix these, or accept knowingly that the layers they provide are lost.
+         Weaker fallbacks also apply for: cgroup v2 (partial).
+`
+	if got := b.String(); got != want {
+		t.Errorf("writeDoctor:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDoctorSummary(t *testing.T) {
+	ok := probe.Feature{Name: probe.Landlock, Status: probe.Available, Required: true}
+	optional := probe.Feature{Name: probe.CgroupV2, Status: probe.Missing}
+	required := probe.Feature{Name: probe.Seccomp, Status: probe.Partial, Required: true}
+	tests := []struct {
+		name     string
+		features []probe.Feature
+		want     string
+		notWant  string
+	}{
+		{"all ok", []probe.Feature{ok}, "can enforce its full policy here.", "NOT"},
+		{"optional missing", []probe.Feature{ok, optional}, "full isolation policy here; weaker fallbacks for: cgroup v2", "NOT"},
+		{"required partial", []probe.Feature{ok, required}, "can NOT enforce its full policy here: it lacks seccomp (partial)", "fallbacks"},
+		{"nothing probed", nil, "bug", "can enforce"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(probe.Report{Features: tt.features})
+			if !strings.Contains(got, tt.want) || strings.Contains(got, tt.notWant) {
+				t.Errorf("summary = %q, want %q and no %q", got, tt.want, tt.notWant)
+			}
+		})
+	}
+}

@@ -1,0 +1,108 @@
+//go:build linux
+
+// Package launch starts the sandbox's init stage in new namespaces and talks to it.
+package launch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+)
+
+// InitArg is argv[1] of the re-executed init stage.
+const InitArg = "__moat_init"
+
+// Namespaces are the namespaces every sandbox gets.
+const Namespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// Process is a running sandbox.
+type Process struct {
+	cmd    *exec.Cmd
+	ctl    *os.File // spec, then signals
+	result *os.File
+}
+
+// Start re-executes this binary as the sandbox's init with spec s.
+func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	resR, resW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, err
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"moat-init", InitArg},
+		Env:        []string{},
+		Stdin:      stdin,
+		Stdout:     stdout,
+		Stderr:     stderr,
+		ExtraFiles: []*os.File{specR, resW},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 Namespaces,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Pdeathsig:                  syscall.SIGKILL,
+		},
+	}
+	err = cmd.Start()
+	specR.Close()
+	resW.Close()
+	if err != nil {
+		specW.Close()
+		resR.Close()
+		return nil, fmt.Errorf("create namespaces: %w", err)
+	}
+	p := &Process{cmd: cmd, ctl: specW, result: resR}
+	if _, err := specW.Write(append(data, '\n')); err != nil {
+		p.Kill()
+		p.cmd.Wait()
+		return nil, fmt.Errorf("send sandbox spec: %w", err)
+	}
+	return p, nil
+}
+
+// Signal asks init to send sig to the command.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if sig <= 0 || sig > 255 {
+		return fmt.Errorf("signal %d out of range", sig)
+	}
+	_, err := p.ctl.Write([]byte{byte(sig)})
+	return err
+}
+
+// Kill ends the sandbox and everything in it.
+func (p *Process) Kill() error { return p.cmd.Process.Kill() }
+
+// Wait waits for the sandbox to end and returns what init reported.
+func (p *Process) Wait() (spec.Result, error) {
+	var res spec.Result
+	decErr := json.NewDecoder(p.result).Decode(&res)
+	p.result.Close()
+	waitErr := p.cmd.Wait()
+	p.ctl.Close()
+	if decErr != nil {
+		if errors.Is(decErr, io.EOF) {
+			return res, fmt.Errorf("sandbox init ended without a report (%v)", waitErr)
+		}
+		return res, fmt.Errorf("read sandbox report: %w", decErr)
+	}
+	return res, nil
+}

@@ -1,0 +1,183 @@
+//go:build linux
+
+// Package nsinit is the sandbox's init stage: moat re-executed as pid 1 inside new
+// user, mount, pid, network, ipc and uts namespaces, which builds the mount view,
+// drops every privilege, applies Landlock and seccomp, runs the command and reaps.
+package nsinit
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+)
+
+// Descriptors the launcher passes to init.
+const (
+	specFD   = 3 // the JSON spec, one line; then one byte per signal to forward
+	resultFD = 4 // init writes one JSON spec.Result here before it exits
+)
+
+// Main runs the init stage and never returns.
+func Main() {
+	runtime.GOMAXPROCS(1) // init does little; fewer threads to restrict
+	// Swallow the signals a terminal or the supervisor's process group gets: init is
+	// pid 1 and only forwards what the supervisor asks it to. Handled (not ignored)
+	// signals are reset to their defaults in the command.
+	signal.Notify(make(chan os.Signal, 16), syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+		syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTSTP)
+
+	result := os.NewFile(resultFD, "result")
+	// Nothing inherited above the result pipe reaches the command.
+	_ = unix.CloseRange(resultFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	_, _ = unix.FcntlInt(specFD, unix.F_SETFD, unix.FD_CLOEXEC)
+	_, _ = unix.FcntlInt(resultFD, unix.F_SETFD, unix.FD_CLOEXEC)
+
+	ctl := bufio.NewReader(os.NewFile(specFD, "spec"))
+	res := run(ctl)
+	_ = json.NewEncoder(result).Encode(res)
+	os.Exit(0)
+}
+
+// stageError is a failure of one setup stage, reported to the supervisor.
+type stageError struct {
+	stage, hint string
+	err         error
+}
+
+func (e *stageError) Error() string { return e.stage + ": " + e.err.Error() }
+
+func fail(stage string, err error, hint string) spec.Result {
+	return spec.Result{Stage: stage, Error: err.Error(), Hint: hint, ExitCode: -1}
+}
+
+func run(ctl *bufio.Reader) spec.Result {
+	line, err := ctl.ReadBytes('\n')
+	if err != nil {
+		return fail("spec", err, "")
+	}
+	var s spec.Spec
+	if err := json.Unmarshal(line, &s); err != nil {
+		return fail("spec", err, "")
+	}
+	debugf := func(format string, a ...any) {
+		if s.Debug {
+			fmt.Fprintf(os.Stderr, "moat: debug: "+format+"\n", a...)
+		}
+	}
+	if err := buildRoot(&s); err != nil {
+		return fail("mount", err, "run 'moat doctor' to see what this host supports")
+	}
+	debugf("mount view built: %d steps", len(s.Mounts))
+	if err := loopbackUp(); err != nil {
+		return fail("network", err, "")
+	}
+	if err := unix.Chdir(s.Dir); err != nil {
+		return fail("chdir", fmt.Errorf("working directory %s is not visible in the sandbox: %w", s.Dir, err),
+			"run moat from a directory the policy lets the command read")
+	}
+	path, err := lookPath(s.Argv[0], s.Env)
+	if err != nil {
+		r := fail("exec", err, "")
+		r.Errno = int(errnoOf(err))
+		return r
+	}
+	if err := dropCapabilities(); err != nil {
+		return fail("capabilities", err, "moat must be built with CGO_ENABLED=0: it changes the credentials of every thread with AllThreadsSyscall")
+	}
+	abi, err := applyLandlock(s.Writable)
+	if err != nil {
+		return fail("landlock", err, "Landlock must be enabled in the kernel (lsm=...,landlock); run 'moat doctor'")
+	}
+	debugf("landlock ABI %d applied; writable: %v", abi, s.Writable)
+	if err := applySeccomp(); err != nil {
+		return fail("seccomp", err, "run 'moat doctor'")
+	}
+	proc, err := os.StartProcess(path, s.Argv, &os.ProcAttr{
+		Dir:   s.Dir,
+		Env:   s.Env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		r := fail("exec", err, "")
+		r.Errno = int(errnoOf(err))
+		return r
+	}
+	go forwardSignals(ctl, proc.Pid)
+	return reap(proc.Pid)
+}
+
+// forwardSignals relays the signal numbers the supervisor writes to the command.
+// When the supervisor goes away, the sandbox ends with it.
+func forwardSignals(ctl *bufio.Reader, pid int) {
+	for {
+		b, err := ctl.ReadByte()
+		if err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return
+		}
+		_ = unix.Kill(pid, syscall.Signal(b))
+	}
+}
+
+// reap waits for every process in the sandbox and returns when the command exits;
+// init's exit then makes the kernel kill whatever is left, daemons included.
+func reap(pid int) spec.Result {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail("wait", err, "")
+		}
+		if got != pid {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			return spec.Result{ExitCode: ws.ExitStatus()}
+		case ws.Signaled():
+			return spec.Result{ExitCode: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
+		}
+	}
+}
+
+func errnoOf(err error) unix.Errno {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return unix.ENOENT
+}
+
+// loopbackUp brings up lo in the sandbox's network namespace, so servers the command
+// starts on 127.0.0.1 work; nothing else is there.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return os.NewSyscallError("SIOCGIFFLAGS lo", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return os.NewSyscallError("SIOCSIFFLAGS lo", err)
+	}
+	return nil
+}

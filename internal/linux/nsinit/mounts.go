@@ -1,0 +1,291 @@
+//go:build linux
+
+package nsinit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+)
+
+// staging is where the new root is attached while it is built; only this mount
+// namespace sees it, and pivot_root makes it "/" at the end.
+const staging = "/tmp"
+
+// buildRoot builds the sandbox's mount view and makes it the root.
+func buildRoot(s *spec.Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return sysErr("make mounts private", "/", err)
+	}
+	// Clone every host tree the plan binds before anything is attached: the sources
+	// are then the host's, whatever the staging point covers.
+	sources := make([]int, len(s.Mounts))
+	for i, m := range s.Mounts {
+		sources[i] = -1
+		if m.Source == "" {
+			continue
+		}
+		attr := uint64(unix.MOUNT_ATTR_NOSUID)
+		if m.Op == spec.OpBindRO {
+			attr |= unix.MOUNT_ATTR_RDONLY
+		}
+		fd, err := cloneTree(m.Source, attr)
+		if err != nil {
+			return fmt.Errorf("%s (%s): %w", m.Path, m.Reason, err)
+		}
+		sources[i] = fd
+	}
+	devs, err := cloneDevices()
+	if err != nil {
+		return err
+	}
+	root, err := cloneTree("/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID)
+	if err != nil {
+		return fmt.Errorf("host root: %w", err)
+	}
+	if err := unix.MoveMount(root, "", unix.AT_FDCWD, staging, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return sysErr("attach new root at", staging, err)
+	}
+	unix.Close(root)
+
+	empty, err := newEmptySource()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(empty)
+
+	if err := buildDev(devs); err != nil {
+		return err
+	}
+	for i, m := range s.Mounts {
+		if err := applyMount(s.Mounts, i, sources[i], empty); err != nil {
+			return fmt.Errorf("%s %s (%s): %w", m.Op, m.Path, m.Reason, err)
+		}
+		if sources[i] >= 0 {
+			unix.Close(sources[i])
+		}
+	}
+	if err := buildProc(empty); err != nil {
+		return err
+	}
+	if err := unix.Chdir(staging); err != nil {
+		return sysErr("chdir", staging, err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return sysErr("pivot_root", staging, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return sysErr("detach old root", "/", err)
+	}
+	return unix.Chdir("/")
+}
+
+// applyMount performs step i of the plan.
+func applyMount(all []spec.Mount, i, source, empty int) error {
+	m := all[i]
+	target, err := openInRoot(m.Path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	var fd int
+	switch m.Op {
+	case spec.OpBindRW, spec.OpBindRO:
+		return attach(source, target)
+	case spec.OpTmpfs, spec.OpMaskDir:
+		mode := "0755"
+		if m.Op == spec.OpTmpfs {
+			mode = "1777"
+		}
+		if fd, err = newTmpfs(mode); err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := makeMountpoints(fd, all, i); err != nil {
+			return err
+		}
+		if m.Op == spec.OpMaskDir {
+			if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
+				return err
+			}
+		}
+		return attach(fd, target)
+	case spec.OpMaskFile, spec.OpPlaceholder:
+		name := "file"
+		if m.Op == spec.OpPlaceholder {
+			name = "dir"
+		}
+		if fd, err = unix.OpenTree(empty, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
+			return sysErr("clone empty", name, err)
+		}
+		defer unix.Close(fd)
+		if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
+			return err
+		}
+		return attach(fd, target)
+	}
+	return fmt.Errorf("bug: unknown mount op %q", m.Op)
+}
+
+// makeMountpoints creates, inside the fresh tmpfs of step i, the directories and
+// files that later steps mount on, for the steps whose nearest enclosing step is i.
+func makeMountpoints(tmpfs int, all []spec.Mount, i int) error {
+	for j := i + 1; j < len(all); j++ {
+		if enclosing(all, j) != i {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(all[j].Path, all[i].Path), "/")
+		parts := strings.Split(rel, "/")
+		dir, err := unix.Dup(tmpfs)
+		if err != nil {
+			return err
+		}
+		for k, part := range parts {
+			last := k == len(parts)-1
+			if last && !wantsDir(all[j]) {
+				f, err := unix.Openat(dir, part, unix.O_CREAT|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
+				if err != nil {
+					unix.Close(dir)
+					return sysErr("create mountpoint", all[j].Path, err)
+				}
+				unix.Close(f)
+				break
+			}
+			if err := unix.Mkdirat(dir, part, 0o755); err != nil && err != unix.EEXIST {
+				unix.Close(dir)
+				return sysErr("create mountpoint", all[j].Path, err)
+			}
+			next, err := unix.Openat(dir, part, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			unix.Close(dir)
+			if err != nil {
+				return sysErr("open mountpoint", all[j].Path, err)
+			}
+			dir = next
+		}
+		unix.Close(dir)
+	}
+	return nil
+}
+
+// enclosing returns the index of the last earlier step whose path contains step j's.
+func enclosing(all []spec.Mount, j int) int {
+	for i := j - 1; i >= 0; i-- {
+		if strings.HasPrefix(all[j].Path, strings.TrimSuffix(all[i].Path, "/")+"/") {
+			return i
+		}
+	}
+	return -1
+}
+
+func wantsDir(m spec.Mount) bool {
+	switch m.Op {
+	case spec.OpTmpfs, spec.OpMaskDir, spec.OpPlaceholder:
+		return true
+	case spec.OpMaskFile:
+		return false
+	}
+	return m.Dir
+}
+
+// openInRoot opens path of the new root as an O_PATH descriptor without following
+// any symlink: the plan's paths are resolved already, so a link met here was planted
+// after planning and must not redirect a mount.
+func openInRoot(path string) (int, error) {
+	full := filepath.Join(staging, path)
+	fd, err := unix.Openat2(unix.AT_FDCWD, full, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return -1, sysErr("open mount target", path, err)
+	}
+	return fd, nil
+}
+
+// cloneTree returns a detached copy of the mount tree at path with attr set on it.
+func cloneTree(path string, attr uint64) (int, error) {
+	o, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return -1, sysErr("open", path, err)
+	}
+	defer unix.Close(o)
+	fd, err := unix.OpenTree(o, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
+	if err != nil {
+		return -1, sysErr("open_tree", path, err)
+	}
+	if err := setAttr(fd, attr, true); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", path, err)
+	}
+	return fd, nil
+}
+
+func setAttr(fd int, attr uint64, recursive bool) error {
+	flags := uint(unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+	}
+	if err := unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: attr}); err != nil {
+		return os.NewSyscallError("mount_setattr", err)
+	}
+	return nil
+}
+
+func attach(fd, target int) error {
+	if err := unix.MoveMount(fd, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return os.NewSyscallError("move_mount", err)
+	}
+	return nil
+}
+
+// newTmpfs returns a detached, empty tmpfs owned by the sandbox.
+func newTmpfs(mode string) (int, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, os.NewSyscallError("fsopen tmpfs", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "mode", mode); err != nil {
+		return -1, os.NewSyscallError("fsconfig mode", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, os.NewSyscallError("fsconfig create", err)
+	}
+	fd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return -1, os.NewSyscallError("fsmount tmpfs", err)
+	}
+	return fd, nil
+}
+
+// newEmptySource returns a tmpfs holding an empty file "file" and an empty directory
+// "dir", the sources of every mask.
+func newEmptySource() (int, error) {
+	fd, err := newTmpfs("0555")
+	if err != nil {
+		return -1, err
+	}
+	f, err := unix.Openat(fd, "file", unix.O_CREAT|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		unix.Close(fd)
+		return -1, sysErr("create", "empty file", err)
+	}
+	unix.Close(f)
+	if err := unix.Mkdirat(fd, "dir", 0o555); err != nil {
+		unix.Close(fd)
+		return -1, sysErr("create", "empty dir", err)
+	}
+	return fd, nil
+}
+
+func sysErr(op, path string, err error) error {
+	return fmt.Errorf("%s %s: %w", op, path, os.NewSyscallError(strings.Fields(op)[0], err))
+}

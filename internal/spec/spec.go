@@ -1,0 +1,62 @@
+// Package spec is the wire format between the supervisor, which plans a sandbox on the
+// host, and the re-executed init stage, which builds it; it holds data only.
+package spec
+
+// Op is one step of building the sandbox's mount view. Steps run in order, each on a
+// path of the new root; a later step on a deeper path overrides an earlier one.
+type Op string
+
+const (
+	// OpBindRW binds host Source at Path, writable.
+	OpBindRW Op = "bind-rw"
+	// OpBindRO binds host Source at Path, read-only.
+	OpBindRO Op = "bind-ro"
+	// OpMaskDir covers the directory at Path with an empty read-only directory.
+	OpMaskDir Op = "mask-dir"
+	// OpMaskFile covers the non-directory at Path with an empty read-only file.
+	OpMaskFile Op = "mask-file"
+	// OpTmpfs mounts a private, empty, writable tmpfs at Path (a private /tmp).
+	OpTmpfs Op = "tmpfs"
+	// OpPlaceholder covers Path, which the supervisor created as an empty directory so
+	// that it can be mounted over, with an empty read-only directory.
+	OpPlaceholder Op = "placeholder"
+)
+
+// Mount is one step of the mount plan.
+type Mount struct {
+	Op     Op     `json:"op"`
+	Path   string `json:"path"`             // absolute, symlink-free, as seen inside
+	Source string `json:"source,omitempty"` // absolute host path, for binds
+	Reason string `json:"reason"`           // why, for --debug and error messages
+	Dir    bool   `json:"dir,omitempty"`    // Path is a directory (else a file, socket or link)
+}
+
+// Spec is everything the init stage needs. Paths are absolute and already resolved.
+type Spec struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	Mounts []Mount `json:"mounts"`
+
+	// Writable lists the paths Landlock lets the command write beneath; everything
+	// else is read and execute only.
+	Writable []string `json:"writable"`
+
+	// Debug makes init describe each step on stderr.
+	Debug bool `json:"debug,omitempty"`
+}
+
+// Result is what init reports back to the supervisor, once, before it exits.
+type Result struct {
+	// Stage names the step that failed ("mount", "landlock", "seccomp", "exec", ...);
+	// empty when the command ran.
+	Stage string `json:"stage,omitempty"`
+	Error string `json:"error,omitempty"`
+	Hint  string `json:"hint,omitempty"`
+	// Errno is the errno of a failed exec, so the supervisor can exit 126 or 127.
+	Errno int `json:"errno,omitempty"`
+
+	ExitCode int `json:"exitCode"`
+	Signal   int `json:"signal,omitempty"` // the signal that killed the command, if any
+}

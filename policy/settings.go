@@ -1,0 +1,107 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Settings is one parsed settings file: srt's schema plus moat's "moat" object.
+// Every value that came from the file keeps its position, so Compile can report
+// errors and origins against it. Parse has already validated everything that does
+// not depend on the current or home directory.
+type Settings struct {
+	File string // the name given to Parse, used in errors and rule origins
+
+	Filesystem  FilesystemSettings
+	Network     NetworkSettings
+	Credentials CredentialSettings
+
+	// IgnoreViolations maps a command pattern ("*" for all) to paths whose
+	// violations are not reported. Reporting only: it never allows anything.
+	IgnoreViolations map[string][]string
+
+	// MandatoryDenySearchDepth is how deep below each writable root protected
+	// names are looked for (srt: 1-10, default 3); 0 when absent.
+	MandatoryDenySearchDepth int
+
+	Moat MoatSettings
+}
+
+// Pos is where a value was written.
+type Pos struct {
+	Line, Col int
+	Key       string // key path, e.g. filesystem.denyRead[2]
+}
+
+// Item is one string from the settings file, with its position.
+type Item struct {
+	Value string
+	Pos
+}
+
+// FilesystemSettings is srt's "filesystem" object: paths as written (not expanded).
+type FilesystemSettings struct {
+	DenyRead, AllowRead, AllowWrite, DenyWrite []Item
+}
+
+// NetworkSettings is srt's "network" object, validated.
+type NetworkSettings struct {
+	AllowedDomains, DeniedDomains []DomainRule
+	DeniedDomainReasons           map[string]string // deniedDomains entry -> reason shown on denial
+	AllowUnixSockets              []Item            // paths as written
+	AllowAllUnixSockets           bool
+	AllowLocalBinding             bool
+	StrictAllowlist               bool
+}
+
+// CredentialSettings is srt's "credentials" object.
+type CredentialSettings struct {
+	EnvVars              []EnvVarSetting
+	Files                []Item // credentials.files[].path with mode "deny": denied for reading
+	AllowPlaintextInject bool
+}
+
+// EnvVarSetting is one credentials.envVars entry.
+type EnvVarSetting struct {
+	Name        string
+	Mode        string       // ModeDeny or ModeMask
+	InjectHosts []DomainRule // mask only; nil when absent (then: every allowed domain)
+	Pos
+}
+
+// MoatSettings is the "moat" object: moat's own extensions.
+type MoatSettings struct {
+	// Unprotect names protected table entries to drop: ".vscode" for a workspace
+	// entry, "~/.bashrc" for a home entry.
+	Unprotect []Item
+}
+
+// Credential modes.
+const (
+	ModeDeny = "deny" // the variable is removed from the sandbox's environment
+	ModeMask = "mask" // the variable's value is replaced with a placeholder
+)
+
+// maxSettingsSize bounds a settings file; a larger one is certainly a mistake.
+const maxSettingsSize = 1 << 20
+
+// LoadFile reads and parses the settings file at path.
+func LoadFile(path string) (*Settings, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Err: fmt.Errorf("read settings: %w", err),
+			HintText: "check the path given with --settings, or remove the flag to use the built-in default"}
+	}
+	return Parse(path, data)
+}
+
+// DefaultUserConfigPath is where moat looks for the user's settings:
+// $XDG_CONFIG_HOME/moat/config.jsonc when XDG_CONFIG_HOME is set to an absolute
+// path, else ~/.config/moat/config.jsonc. env is usually os.Getenv.
+func DefaultUserConfigPath(env func(string) string, home string) string {
+	if x := env("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "moat", "config.jsonc")
+	}
+	return filepath.Join(home, ".config", "moat", "config.jsonc")
+}

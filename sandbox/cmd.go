@@ -1,0 +1,224 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/policy"
+)
+
+// Cmd is a command to run in a sandbox, in the manner of os/exec.Cmd.
+type Cmd struct {
+	// Policy says what the command may do. Required.
+	Policy *policy.Policy
+	// Args holds the command and its arguments; Args[0] is looked up in the
+	// sandbox, with the PATH of Env.
+	Args []string
+	// Env is the command's environment; nil means this process's. The policy's
+	// credentials.envVars rules are applied to it either way.
+	Env []string
+	// Dir is the command's working directory; empty means Policy.Cwd.
+	Dir string
+	// Stdin, Stdout and Stderr are passed as os/exec passes them: an *os.File
+	// (a terminal, say) is given to the command as it is.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Debug, when set, receives a description of the sandbox as it is built.
+	Debug io.Writer
+
+	proc         process
+	placeholders *placeholders
+}
+
+// process is the running sandbox, per platform.
+type process interface {
+	Signal(syscall.Signal) error
+	Kill() error
+	Wait() (spec.Result, error)
+}
+
+// Command returns a Cmd that runs name with args under pol.
+func Command(pol *policy.Policy, name string, args ...string) *Cmd {
+	return &Cmd{Policy: pol, Args: append([]string{name}, args...)}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Start builds the sandbox and starts the command in it.
+func (c *Cmd) Start() error {
+	if c.proc != nil {
+		return errors.New("sandbox: already started")
+	}
+	if c.Policy == nil {
+		return errors.New("sandbox: Cmd.Policy is nil")
+	}
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return errors.New("sandbox: no command")
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = filterEnv(env, c.Policy.EnvVars)
+	dir := c.Dir
+	if dir == "" {
+		dir = c.Policy.Cwd
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	ph, err := lockPlaceholders()
+	if err != nil {
+		return err
+	}
+	p, err := newPlan(c.Policy, hostSockets(os.Environ()), true)
+	if err != nil {
+		ph.release(nil)
+		return err
+	}
+	if err := ph.record(p.placeholders); err != nil {
+		ph.release(p.placeholders)
+		return err
+	}
+	c.placeholders = ph
+	s := &spec.Spec{
+		Argv:     c.Args,
+		Env:      env,
+		Dir:      dir,
+		Mounts:   p.mounts,
+		Writable: p.writable,
+		Debug:    c.Debug != nil,
+	}
+	if c.Debug != nil {
+		describe(c.Debug, s, p.notes)
+	}
+	proc, err := start(s, c.Stdin, c.Stdout, c.Stderr)
+	if err != nil {
+		c.placeholders.release(p.placeholders)
+		return err
+	}
+	c.proc = proc
+	c.placeholders.created = p.placeholders
+	return nil
+}
+
+// Signal sends sig to the command (not to moat's init).
+func (c *Cmd) Signal(sig os.Signal) error {
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("sandbox: unsupported signal %v", sig)
+	}
+	return c.proc.Signal(s)
+}
+
+// Kill ends the sandbox and every process in it.
+func (c *Cmd) Kill() error {
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	return c.proc.Kill()
+}
+
+// Wait waits for the command to exit; when it does, every other process in the
+// sandbox is killed. The error is nil when the command exited 0, an *ExitError
+// when it exited otherwise or was killed by a signal, an *ExecError when it could not
+// be started, and any other error when the sandbox could not be built.
+func (c *Cmd) Wait() error {
+	if c.proc == nil {
+		return errors.New("sandbox: not started")
+	}
+	res, err := c.proc.Wait()
+	c.placeholders.release(c.placeholders.created)
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.Stage == "exec":
+		return &ExecError{Name: c.Args[0], Err: errors.New(res.Error), Errno: syscall.Errno(res.Errno)}
+	case res.Stage != "":
+		return &SetupError{Stage: res.Stage, Err: errors.New(res.Error), HintText: res.Hint}
+	case res.ExitCode != 0:
+		return &ExitError{Code: res.ExitCode, Signal: syscall.Signal(res.Signal)}
+	}
+	return nil
+}
+
+// filterEnv applies credentials.envVars: "deny" removes a variable, "mask" replaces
+// its value with a placeholder that names it.
+func filterEnv(env []string, rules []policy.EnvRule) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, r := range rules {
+			if r.Name != name {
+				continue
+			}
+			switch r.Mode {
+			case "mask":
+				kv = name + "=moat-masked-" + name
+			default:
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// hostSockets lists the host sockets named by the environment: pathname sockets are
+// reachable wherever the filesystem is readable, so each one is covered.
+func hostSockets(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, val, _ := strings.Cut(kv, "=")
+		switch name {
+		case "SSH_AUTH_SOCK":
+			out = append(out, val)
+		case "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS":
+			for _, part := range strings.Split(val, ",") {
+				if p, ok := strings.CutPrefix(strings.TrimPrefix(part, "unix:"), "path="); ok {
+					out = append(out, p)
+				}
+			}
+		case "DOCKER_HOST":
+			if p, ok := strings.CutPrefix(val, "unix://"); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	var abs []string
+	for _, p := range out {
+		if filepath.IsAbs(p) {
+			abs = append(abs, filepath.Clean(p))
+		}
+	}
+	return abs
+}
+
+func describe(w io.Writer, s *spec.Spec, notes []string) {
+	fmt.Fprintf(w, "moat: debug: command %q in %s\n", s.Argv, s.Dir)
+	for _, m := range s.Mounts {
+		fmt.Fprintf(w, "moat: debug: %-11s %s  (%s)\n", m.Op, m.Path, m.Reason)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "moat: debug: note: %s\n", n)
+	}
+}

@@ -1,0 +1,65 @@
+// Package sandbox runs commands in moat's sandbox: a Go agent harness can use it
+// directly, and the moat command line is a thin layer over it.
+//
+// A command runs with its whole process tree inside new user, mount, pid, network,
+// ipc and uts namespaces. It sees the host's filesystem read-only, minus what the
+// policy hides, with writes allowed only where the policy allows them; the
+// mandatory protected paths (.git/hooks, .git/config, .vscode, shell rc files, ...)
+// stay read-only even inside a writable workspace. It has a private /tmp, /dev/shm
+// and /proc, no network but its own loopback, no capabilities, no_new_privs,
+// Landlock as a second filesystem layer, and a seccomp filter against the kernel
+// interfaces agents never need. When the command exits, everything it started is
+// killed.
+//
+// # Use
+//
+// The sandbox re-executes the program's own binary as its init stage, so a program
+// that uses this package must call [Init] first thing in main:
+//
+//	func main() {
+//		sandbox.Init() // returns at once unless this process is a sandbox stage
+//
+//		cwd, _ := os.Getwd()
+//		home, _ := os.UserHomeDir()
+//		pol, err := policy.Compile(nil, policy.Flags{}, policy.Env{Cwd: cwd, Home: home})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		cmd := sandbox.Command(pol, "sh", "-c", "echo hi > out.txt; cat ~/.ssh/id_ed25519")
+//		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+//		err = cmd.Run()
+//		var exit *sandbox.ExitError
+//		switch {
+//		case errors.As(err, &exit):
+//			fmt.Println("command failed:", exit.Code)
+//		case err != nil:
+//			log.Fatal(err) // the sandbox could not be built; the command did not run
+//		}
+//	}
+//
+// [policy.Compile] with nil settings gives the built-in default: the current
+// directory writable, the rest readable. Pass parsed settings ([policy.LoadFile])
+// and flags to change it.
+//
+// # Errors
+//
+// [Cmd.Wait] returns nil when the command exited 0, an [*ExitError] for any other
+// status or a fatal signal, an [*ExecError] when the command could not be found or
+// executed, and any other error (often a [*SetupError]) when a layer of the sandbox
+// could not be applied. moat never runs a command with less protection than asked.
+//
+// # Limitations
+//
+//   - Linux only, with unprivileged user namespaces, Landlock, seccomp and the new
+//     mount API (kernel 5.12 or later); run "moat doctor" to check a host.
+//   - Programs built with cgo can't use this package: the init stage changes the
+//     credentials of all threads with syscall.AllThreadsSyscall, which needs
+//     CGO_ENABLED=0.
+//   - Deny rules and protected paths apply to what exists when the sandbox starts;
+//     globs are expanded then. A missing protected path whose parent exists is
+//     covered by an empty placeholder directory created on the host and removed
+//     when the last sandbox using it ends.
+//   - Pathname unix sockets are reachable where the filesystem is readable, unless
+//     hidden: moat hides /run, /var/run, $XDG_RUNTIME_DIR, the private /tmp, and
+//     the sockets named by SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS and DOCKER_HOST.
+package sandbox

@@ -1,0 +1,106 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// placeholders tracks the empty directories moat creates on the host so that a
+// missing protected path (.vscode, .git/hooks, ...) can be covered read-only. Each
+// run holds a shared lock while its sandbox lives; the last run to end removes every
+// recorded placeholder that is still an empty directory. A sandbox can't reach the
+// record: it lives in the host's runtime dir, which the sandbox doesn't see.
+type placeholders struct {
+	lock    *os.File
+	dir     string
+	created []string
+}
+
+func stateDir() (string, error) {
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+		if fi, err := os.Stat(rt); err == nil && fi.IsDir() {
+			return filepath.Join(rt, "moat"), nil
+		}
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("moat-%d", os.Getuid())), nil
+}
+
+func lockPlaceholders() (*placeholders, error) {
+	dir, err := stateDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return nil, &SetupError{Stage: "state", Err: fmt.Errorf("state dir %s is not a private directory of this user", dir),
+			HintText: "remove it, or set XDG_RUNTIME_DIR to a directory only you can write"}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "placeholders.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return &placeholders{lock: f, dir: dir}, nil
+}
+
+func (p *placeholders) listPath() string { return filepath.Join(p.dir, "placeholders") }
+
+// record notes placeholders created by this run, before the sandbox starts.
+func (p *placeholders) record(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(p.listPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(strings.Join(paths, "\n") + "\n")
+	return err
+}
+
+// release ends this run's hold; if no other run holds the lock, it removes every
+// recorded placeholder that is still an empty directory.
+func (p *placeholders) release(created []string) {
+	if p == nil || p.lock == nil {
+		return
+	}
+	defer p.lock.Close()
+	fd := int(p.lock.Fd())
+	_ = syscall.Flock(fd, syscall.LOCK_UN)
+	if fi, err := os.Stat(p.listPath()); err != nil || fi.Size() == 0 {
+		return
+	}
+	if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return // another sandbox still uses them; the last one out cleans up
+	}
+	f, err := os.Open(p.listPath())
+	if err != nil {
+		return
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		path := sc.Text()
+		if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+			_ = os.Remove(path) // fails, and keeps it, unless empty
+		}
+	}
+	f.Close()
+	_ = os.Truncate(p.listPath(), 0)
+}

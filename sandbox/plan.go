@@ -1,0 +1,496 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/policy"
+)
+
+// privateDirs get a fresh, empty tmpfs inside the sandbox: the command can use them,
+// and nothing on the host's copies is visible or writable. Host sockets live in the
+// runtime dirs (SSH agent, D-Bus session bus, docker.sock).
+var privateDirs = []struct{ path, reason string }{
+	{"/tmp", "private /tmp: host temp files hidden, mktemp works"},
+	{"/var/tmp", "private /var/tmp"},
+	{"/run", "host runtime dir hidden: D-Bus, docker.sock, agent sockets"},
+	{"/var/run", "host runtime dir hidden (when not a link to /run)"},
+}
+
+// maxGlobEntries bounds the walk that expands one deny glob.
+const maxGlobEntries = 500000
+
+// node is every rule that names one resolved path.
+type node struct {
+	path                                       string
+	denyRead, allowRead, allowWrite, denyWrite bool
+	private                                    bool // fresh tmpfs
+	pin                                        bool // bind onto itself so it can't be renamed away
+	self                                       bool // path is a symlink: cover the link itself
+	reason                                     string
+}
+
+// state is what a path looks like inside the sandbox.
+type state struct {
+	read, write, host, private bool
+}
+
+// plan is the mount view for one run, and the host placeholders it needs.
+type plan struct {
+	mounts       []spec.Mount
+	writable     []string
+	placeholders []string // empty dirs created on the host for missing protected paths
+	notes        []string // what was skipped and why, for --debug
+}
+
+type planner struct {
+	pol          *policy.Policy
+	nodes        map[string]*node
+	placeholders []string
+	notes        []string
+	// createPlaceholders is false in dry runs (tests of the plan itself).
+	createPlaceholders bool
+}
+
+func newPlan(pol *policy.Policy, extraDeny []string, createPlaceholders bool) (*plan, error) {
+	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: createPlaceholders}
+	for _, d := range privateDirs {
+		fi, err := os.Lstat(d.path)
+		if err != nil || !fi.IsDir() {
+			continue // absent, or a symlink (e.g. /var/run -> /run), covered by its target
+		}
+		n := p.node(d.path)
+		n.private = true
+		n.reason = d.reason
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
+		if real, err := filepath.EvalSymlinks(rt); err == nil {
+			n := p.node(real)
+			n.private = true
+			n.reason = "XDG_RUNTIME_DIR hidden: user sockets"
+		}
+	}
+	for _, r := range pol.AllowWrite {
+		if err := p.add(r, false, func(n *node) { n.allowWrite = true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range pol.AllowRead {
+		if err := p.add(r, false, func(n *node) { n.allowRead = true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range pol.DenyRead {
+		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, path := range extraDeny {
+		r := policy.Rule{Path: path, Origin: "host socket"}
+		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range pol.DenyWrite {
+		if err := p.add(r, true, func(n *node) { n.denyWrite = true }); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.protect(); err != nil {
+		return nil, err
+	}
+	return p.build(), nil
+}
+
+func (p *planner) node(path string) *node {
+	n := p.nodes[path]
+	if n == nil {
+		n = &node{path: path}
+		p.nodes[path] = n
+	}
+	return n
+}
+
+// add resolves rule r (expanding globs) and applies set to the node of each match.
+// For a deny rule on a symlink, the link itself is covered as well as its target.
+func (p *planner) add(r policy.Rule, deny bool, set func(*node)) error {
+	paths := []string{r.Path}
+	if r.Glob {
+		var err error
+		if paths, err = expandGlob(r.Path); err != nil {
+			return fmt.Errorf("%s: %w", r.Origin, err)
+		}
+	}
+	for _, path := range paths {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s does not exist; nothing to apply", r.Origin, path))
+			continue
+		}
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			// A dangling link: cover the link itself; there is no target to protect.
+			real = ""
+		}
+		if deny && fi.Mode()&fs.ModeSymlink != 0 {
+			if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+				self := p.node(filepath.Join(parent, filepath.Base(path)))
+				set(self)
+				self.self = true
+				self.reason = r.Origin + " (the link itself)"
+			}
+		}
+		if real != "" {
+			n := p.node(real)
+			set(n)
+			if n.reason == "" {
+				n.reason = r.Origin
+			}
+		}
+	}
+	return nil
+}
+
+// expandGlob lists the existing paths that match an absolute pattern with * ? [ or **.
+func expandGlob(pattern string) ([]string, error) {
+	base, _ := doublestar.SplitPattern(filepath.ToSlash(pattern))
+	var out []string
+	count := 0
+	err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable parts can't be matched; they are not readable inside either
+		}
+		if count++; count > maxGlobEntries {
+			return fmt.Errorf("pattern %q walks more than %d entries under %s; anchor it deeper", pattern, maxGlobEntries, base)
+		}
+		if ok, _ := doublestar.PathMatch(pattern, path); ok {
+			out = append(out, path)
+			if d.IsDir() {
+				return filepath.SkipDir // everything below is covered by this match
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return out, nil
+}
+
+// protect adds the mandatory protected paths of every writable root: read-only when
+// they exist, covered by an empty read-only placeholder when they don't, and every
+// directory between the root and them pinned so it can't be renamed and replaced.
+func (p *planner) protect() error {
+	var roots []string
+	for _, n := range p.nodes {
+		if n.allowWrite {
+			roots = append(roots, n.path)
+		}
+	}
+	sort.Strings(roots)
+	if err := p.checkDefaultRoots(); err != nil {
+		return err
+	}
+	for _, prot := range p.pol.Protected {
+		var bases []string
+		switch prot.Where {
+		case "home":
+			bases = []string{p.pol.Home}
+			if real, err := filepath.EvalSymlinks(p.pol.Home); err == nil {
+				bases = []string{real}
+			}
+		default:
+			bases = roots
+		}
+		for _, base := range bases {
+			for _, target := range p.protectedTargets(base, prot.Name) {
+				if !p.writable(filepath.Dir(target)) && !p.writable(target) {
+					continue
+				}
+				if err := p.protectOne(base, target, prot); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkDefaultRoots refuses the default policy's writable current directory when it
+// is the home directory or above it: that would make every dotfile writable.
+func (p *planner) checkDefaultRoots() error {
+	home := p.pol.Home
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		home = real
+	}
+	for _, r := range p.pol.AllowWrite {
+		if r.Origin != policy.OriginDefault {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(r.Path)
+		if err != nil {
+			continue
+		}
+		if real == home || real == "/" || strings.HasPrefix(home, real+"/") {
+			return &SetupError{Stage: "policy", Err: fmt.Errorf("the default policy makes the current directory (%s) writable, and it holds your home directory", real),
+				HintText: "run moat from a project directory, or pass --allow-write with the directory you mean"}
+		}
+	}
+	return nil
+}
+
+// protectedTargets maps a protected name under base to host paths, following a .git
+// file (worktrees, submodules) to the real git dir and its common dir.
+func (p *planner) protectedTargets(base, name string) []string {
+	rest, isGit := strings.CutPrefix(name, ".git/")
+	if !isGit {
+		return []string{filepath.Join(base, name)}
+	}
+	gitdir := filepath.Join(base, ".git")
+	fi, err := os.Lstat(gitdir)
+	if err != nil {
+		return nil
+	}
+	dirs := []string{gitdir}
+	if fi.Mode().IsRegular() {
+		data, err := os.ReadFile(gitdir)
+		if err != nil {
+			return nil
+		}
+		line := strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
+		target, ok := strings.CutPrefix(line, "gitdir:")
+		if !ok {
+			return nil
+		}
+		target = strings.TrimSpace(target)
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(base, target)
+		}
+		dirs = []string{filepath.Clean(target)}
+	}
+	if data, err := os.ReadFile(filepath.Join(dirs[0], "commondir")); err == nil {
+		common := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(dirs[0], common)
+		}
+		dirs = append(dirs, filepath.Clean(common))
+	}
+	var out []string
+	for _, d := range dirs {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		out = append(out, filepath.Join(d, rest))
+	}
+	return out
+}
+
+func (p *planner) protectOne(base, target string, prot policy.Protected) error {
+	reason := "protected: " + prot.Reason
+	// Pin every directory from the writable root down to the protected path, so that
+	// renaming a parent (mv .git .old; mkdir -p .git/hooks) can't get around it.
+	if rel, err := filepath.Rel(base, filepath.Dir(target)); err == nil && !strings.HasPrefix(rel, "..") {
+		dir := base
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+			if part == "." || part == "" {
+				continue
+			}
+			dir = filepath.Join(dir, part)
+			if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+				n := p.node(dir)
+				n.pin = true
+				if n.reason == "" {
+					n.reason = "pinned: parent of " + target
+				}
+			}
+		}
+	}
+	_, err := os.Lstat(target)
+	switch {
+	case err == nil:
+		return p.add(policy.Rule{Path: target, Origin: reason}, true, func(n *node) { n.denyWrite = true })
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("protect %s: %w", target, err)
+	}
+	parent, err := os.Lstat(filepath.Dir(target))
+	if err != nil || !parent.IsDir() {
+		return nil // its parent doesn't exist: see README "Limitations"
+	}
+	if prot.Where == policy.WhereHome && !prot.Dir {
+		// A placeholder can't stand in for a missing shell file: an empty
+		// ~/.bash_profile directory would change what the user's login shells read.
+		return &SetupError{Stage: "policy", Err: fmt.Errorf("%s is writable and %s does not exist, so it can't be protected", filepath.Dir(target), target),
+			HintText: "create it (an empty file is fine) so moat can keep it read-only, or don't make your home directory writable"}
+	}
+	if p.createPlaceholders {
+		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("create placeholder for protected path %s: %w", target, err)
+		}
+		p.placeholders = append(p.placeholders, target)
+	}
+	n := p.node(target)
+	n.denyWrite = true
+	n.reason = reason + " (not present: empty read-only placeholder)"
+	return nil
+}
+
+// writable reports whether path would be writable under the rules gathered so far.
+func (p *planner) writable(path string) bool {
+	return p.stateOf(path).write
+}
+
+// stateOf evaluates the rules for path: the deepest read rule decides readability
+// (deny wins a tie), an allowWrite at or above makes it writable unless a denyWrite
+// at or above it exists, and a private dir replaces the host's content.
+func (p *planner) stateOf(path string) state {
+	st := state{read: true, host: true}
+	readDepth, privDepth := -1, -1
+	allowW, denyW := false, false
+	for _, anc := range ancestors(path) {
+		n := p.nodes[anc]
+		if n == nil {
+			continue
+		}
+		d := depth(anc)
+		if n.private {
+			privDepth = d
+			allowW = false // a private dir's content is the sandbox's own
+			st = state{read: true, write: true, private: true}
+			readDepth = d
+		}
+		if n.denyRead || n.allowRead || n.allowWrite {
+			if d >= readDepth {
+				readDepth = d
+				st.read = !n.denyRead
+				st.private = false
+			}
+		}
+		if n.allowWrite {
+			allowW = true
+		}
+		if n.denyWrite {
+			denyW = true
+		}
+	}
+	if privDepth >= 0 && readDepth == privDepth && st.private {
+		st.host = false
+		st.write = !denyW
+		return st
+	}
+	st.host = st.read
+	st.write = st.read && allowW && !denyW
+	return st
+}
+
+// build orders the nodes by depth and emits a mount step wherever a path's state
+// differs from what its parent's step already gives it.
+func (p *planner) build() *plan {
+	paths := make([]string, 0, len(p.nodes))
+	for path := range p.nodes {
+		paths = append(paths, path)
+	}
+	sort.Slice(paths, func(i, j int) bool {
+		if di, dj := depth(paths[i]), depth(paths[j]); di != dj {
+			return di < dj
+		}
+		return paths[i] < paths[j]
+	})
+	out := &plan{placeholders: p.placeholders, notes: p.notes}
+	given := map[string]state{"/": {read: true, host: true}}
+	for _, path := range paths {
+		n := p.nodes[path]
+		want := p.stateOf(path)
+		have := inherited(given, path)
+		given[path] = want
+		if want == have && !n.pin && !n.self {
+			continue
+		}
+		fi, err := os.Lstat(path)
+		isDir := err == nil && fi.IsDir()
+		m := spec.Mount{Path: path, Reason: n.reason, Dir: isDir}
+		switch {
+		case n.self && !isDir:
+			// Cover a symlink itself with an empty file: the link can be neither read
+			// through nor replaced. Its target has a node of its own.
+			m.Op = spec.OpMaskFile
+		case want.private:
+			m.Op = spec.OpTmpfs
+		case !want.read && isDir:
+			m.Op = spec.OpMaskDir
+		case !want.read:
+			m.Op = spec.OpMaskFile
+		case want.write:
+			m.Op, m.Source = spec.OpBindRW, path
+		default:
+			m.Op, m.Source = spec.OpBindRO, path
+		}
+		if n.denyWrite && !want.read {
+			// unreachable by construction; kept as a guard against future edits
+			m.Op = spec.OpMaskFile
+		}
+		if m.Op == spec.OpMaskDir && isPlaceholder(p.placeholders, path) {
+			m.Op = spec.OpPlaceholder
+		}
+		if m.Op == spec.OpBindRO && isPlaceholder(p.placeholders, path) {
+			m.Op = spec.OpPlaceholder
+		}
+		out.mounts = append(out.mounts, m)
+		if want.write {
+			out.writable = append(out.writable, path)
+		}
+	}
+	return out
+}
+
+func isPlaceholder(list []string, path string) bool {
+	for _, p := range list {
+		if p == path {
+			return true
+		}
+	}
+	return false
+}
+
+// inherited is the state path gets from the nearest ancestor that has a step.
+func inherited(given map[string]state, path string) state {
+	anc := ancestors(path)
+	for i := len(anc) - 2; i >= 0; i-- { // skip path itself
+		if st, ok := given[anc[i]]; ok {
+			if st.private {
+				// Below a private dir, nothing of the host shows.
+				return state{read: false, write: false}
+			}
+			return st
+		}
+	}
+	return state{read: true, host: true}
+}
+
+// ancestors lists "/", then each prefix of path, ending with path itself.
+func ancestors(path string) []string {
+	out := []string{"/"}
+	if path == "/" {
+		return out
+	}
+	cur := ""
+	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		cur += "/" + part
+		out = append(out, cur)
+	}
+	return out
+}
+
+func depth(path string) int {
+	if path == "/" {
+		return 0
+	}
+	return strings.Count(path, "/")
+}

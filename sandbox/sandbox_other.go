@@ -1,0 +1,19 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"runtime"
+
+	"github.com/moat-sandbox/moat/internal/spec"
+)
+
+// Init does nothing on this platform.
+func Init() {}
+
+func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (process, error) {
+	return nil, &SetupError{Stage: "platform", Err: errors.New("moat's sandbox is not available on " + runtime.GOOS),
+		HintText: "moat runs on Linux today; macOS support (Seatbelt) is planned"}
+}

