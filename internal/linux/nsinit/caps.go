@@ -6,15 +6,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// dropCapabilities leaves every thread of init, and so the command, with no
-// capabilities at all: empty bounding, ambient, inheritable, permitted and
-// effective sets. The command keeps its real uid and gid; setuid binaries are inert
-// (nosuid mounts and no_new_privs).
+// dropCapabilities leaves the calling thread with no capabilities at all: empty
+// bounding, ambient, inheritable, permitted and effective sets. The command is
+// forked from this thread (run locks it), so it starts with none either, keeping
+// its real uid and gid; setuid binaries are inert (nosuid mounts, no_new_privs).
+// Init's other threads only run the Go runtime; Landlock and seccomp cover them.
 func dropCapabilities() error {
 	last := 40
 	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
@@ -23,12 +23,17 @@ func dropCapabilities() error {
 		}
 	}
 	for c := 0; c <= last; c++ {
-		if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 {
-			return os.NewSyscallError("prctl(PR_CAPBSET_DROP)", e)
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return os.NewSyscallError("prctl(PR_CAPBSET_DROP)", err)
 		}
 	}
-	if _, _, e := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 {
-		return os.NewSyscallError("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", e)
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return os.NewSyscallError("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", err)
 	}
-	return clearCapSets()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return os.NewSyscallError("capset", err)
+	}
+	return nil
 }
