@@ -85,11 +85,16 @@ func TestInstall(t *testing.T) {
 	if os.Getenv(helperEnv) != "" {
 		t.Skip("inside a helper process")
 	}
-	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
-		t.Skipf("kernel without seccomp (prctl(PR_GET_SECCOMP): %v)", err)
-	}
-	filtered, _ := runHelper(t, modeFiltered)
-	control, _ := runHelper(t, modeControl)
+	skipUnlessSeccomp(t)
+	t.Run("host", func(t *testing.T) { checkProbes(t, false) })
+	// As the sandbox runs: root of a new user namespace, with CAP_NET_RAW over a new network
+	// namespace, so no probe is answered EPERM by a missing capability instead of the filter.
+	t.Run("userns", func(t *testing.T) { checkProbes(t, true) })
+}
+
+func checkProbes(t *testing.T, userns bool) {
+	filtered, _ := runHelper(t, modeFiltered, userns)
+	control, _ := runHelper(t, modeControl, userns)
 	for _, e := range expectations {
 		got, ok := filtered[e.probe]
 		if !ok {
@@ -103,10 +108,10 @@ func TestInstall(t *testing.T) {
 		switch {
 		case e.control != "" && ctl != e.control:
 			t.Errorf("%s: got %s without the filter, want %s", e.probe, ctl, e.control)
-		case e.control == "" && ctl == e.want && e.same == "":
+		case e.control == "" && ctl == e.want && (e.same == "" || userns):
 			t.Errorf("%s: got %s without the filter too: the probe doesn't show the filter's effect", e.probe, ctl)
 		case e.control == "" && ctl == e.want:
-			t.Logf("%s: %s without the filter too (%s)", e.probe, ctl, e.same)
+			t.Logf("%s: %s without the filter too (%s; the userns run settles it)", e.probe, ctl, e.same)
 		}
 	}
 	for name := range filtered {
@@ -116,6 +121,16 @@ func TestInstall(t *testing.T) {
 	}
 	if main, other := filtered["tid main"], filtered["tid other"]; main == "" || main == other {
 		t.Errorf("probing thread %q and other thread %q: want two different threads", main, other)
+	}
+}
+
+func skipUnlessSeccomp(t *testing.T) {
+	t.Helper()
+	if _, err := Program(runtime.GOARCH); errors.Is(err, ErrUnsupportedArch) {
+		t.Skipf("no filter for GOARCH=%s", runtime.GOARCH)
+	}
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
+		t.Skipf("kernel without seccomp (prctl(PR_GET_SECCOMP): %v)", err)
 	}
 }
 
@@ -134,10 +149,8 @@ func TestInstallNoSilentSingleThread(t *testing.T) {
 	if os.Getenv(helperEnv) != "" {
 		t.Skip("inside a helper process")
 	}
-	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
-		t.Skipf("kernel without seccomp (prctl(PR_GET_SECCOMP): %v)", err)
-	}
-	got, out := runHelper(t, modeTSYNCFail)
+	skipUnlessSeccomp(t)
+	got, out := runHelper(t, modeTSYNCFail, false)
 	if e := got["Install"]; !strings.Contains(e, "thread") {
 		t.Errorf("Install with a diverging thread: %q, want an error naming the thread\n%s", e, out)
 	}
@@ -155,17 +168,33 @@ func TestInstallRejectsBadPrograms(t *testing.T) {
 	}
 }
 
-// runHelper runs the helper in mode and returns its probe results and its output.
-func runHelper(t *testing.T, mode string) (map[string]string, string) {
+// runHelper runs the helper in mode, in a new user and network namespace if userns, and
+// returns its probe results and its output.
+func runHelper(t *testing.T, mode string, userns bool) (map[string]string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperSeccompChild$", "-test.v", "-test.timeout=90s")
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s helper: %v\n%s", mode, err, out)
+	if userns {
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNET,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		}
 	}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		if userns {
+			t.Skipf("can't start a helper in a new user and network namespace (disabled on this host?): %v", err)
+		}
+		t.Fatalf("%s helper: %v", mode, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s helper: %v\n%s", mode, err, buf.Bytes())
+	}
+	out := buf.Bytes()
 	results := parseProbes(out)
 	if results["done"] != "OK" {
 		t.Fatalf("%s helper did not finish\n%s", mode, out)

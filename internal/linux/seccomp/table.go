@@ -147,7 +147,7 @@ var allowedFamilies = []uint32{afUnix, afInet, afInet6, afNetlink}
 
 const (
 	whyMount   = "changes the mount table: from a nested namespace it could lift moat's masks"
-	whyFamily  = "only unix, inet, inet6 and netlink sockets: AF_PACKET/AF_VSOCK reach past the proxy or to the host, rare families (AF_ALG, AF_KEY, AF_TIPC, AF_RDS, AF_CAN, AF_BLUETOOTH, AF_X25, AF_XDP, new ones) are seldom-used kernel code with a record of exploits"
+	whyFamily  = "only unix, inet, inet6 and netlink: AF_PACKET and AF_VSOCK get past the proxy or reach the host; AF_ALG, AF_KEY, AF_TIPC, AF_RDS, AF_CAN, AF_BLUETOOTH, AF_X25, AF_XDP and later families are little-used kernel code with exploit records"
 	whyKeyring = "the user's kernel keyrings are shared with processes outside the sandbox and may hold credentials"
 	whyModule  = "loads or unloads kernel code"
 	whyClock   = "sets the host-wide system clock"
