@@ -361,14 +361,16 @@ func TestDomainCovers(t *testing.T) {
 		{"*.api.github.com", "*.github.com", false},
 		{"api.github.com:443", "api.github.com", true},
 		{"*.tailscale.com", "scale.com", false},
+		{"127.0.0.1", "127.0.0.1", true},
+		{"[::1]", "[0::1]", true},
 	}
 	for _, tt := range tests {
 		a, pr1 := parseDomain(tt.allowed, true, false)
-		h, pr2 := parseDomain(tt.inject, false, false)
+		h, pr2 := parseDomain(tt.inject, true, false)
 		if pr1 != nil || pr2 != nil {
 			t.Fatalf("bad test patterns %q %q", tt.allowed, tt.inject)
 		}
-		if got := a.covers(h); got != tt.want {
+		if got := (domainSet{a.Host: true}).covers(h); got != tt.want {
 			t.Errorf("%q covers %q = %v, want %v", tt.allowed, tt.inject, got, tt.want)
 		}
 	}

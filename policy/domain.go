@@ -43,24 +43,6 @@ func (r DomainRule) Match(host string, port int) bool {
 	return h == r.Host
 }
 
-// covers reports whether every host that pattern h can match is matched by r,
-// ignoring ports (credential injection is per host).
-func (r DomainRule) covers(h DomainRule) bool {
-	if r.Host == "*" {
-		return true
-	}
-	hs, hWild := strings.CutPrefix(h.Host, "*.")
-	rs, rWild := strings.CutPrefix(r.Host, "*.")
-	switch {
-	case !hWild:
-		return DomainRule{Host: r.Host}.Match(h.Host, 0)
-	case !rWild:
-		return false
-	default:
-		return hs == rs || strings.HasSuffix(hs, "."+rs)
-	}
-}
-
 // parseDomain validates one domain pattern the way srt does, and a little more
 // strictly: label characters, label and name length, no control or non-ASCII bytes.
 // withPort allows a ":port" suffix; star allows a bare "*" (deniedDomains).

@@ -7,8 +7,9 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error from Parse, LoadFile and Compile is an *Error whose
-// Err wraps exactly one of these, so callers can test the class with errors.Is.
+// Sentinel errors. Every error from Parse and Compile is an *Error whose Err wraps
+// exactly one of these, so callers can test the class with errors.Is. LoadFile's
+// read errors wrap the fs error instead (errors.Is(err, fs.ErrNotExist)).
 var (
 	ErrSyntax      = errors.New("invalid JSONC")
 	ErrUnknownKey  = errors.New("unknown key")

@@ -29,7 +29,7 @@ func Parse(name string, data []byte) (*Settings, error) {
 	if data[len(data)-1] != '\n' {
 		// hujson ends a // comment only at a newline, even at the end of the file.
 		data = append(data[:len(data):len(data)], '\n')
-		p.data = data
+		p.data, p.lineStarts = data, nil
 	}
 	v, err := hujson.Parse(data)
 	if err != nil {
@@ -63,6 +63,10 @@ type parser struct {
 	data  []byte
 	s     *Settings
 	later []func() error // checks that need the whole file
+
+	lineStarts []int          // offsets where each line begins, built on first use
+	envIndex   map[string]int // credentials.envVars name -> index, for duplicates
+	allowed    domainSet      // network.allowedDomains hosts, built on first use
 }
 
 // node is a value in the tree and its key path.
@@ -78,14 +82,17 @@ type field struct {
 }
 
 func (p *parser) pos(n node) Pos {
-	off := n.v.StartOffset
-	if off > len(p.data) {
-		off = len(p.data)
+	if p.lineStarts == nil {
+		p.lineStarts = []int{0}
+		for i, c := range p.data {
+			if c == '\n' {
+				p.lineStarts = append(p.lineStarts, i+1)
+			}
+		}
 	}
-	before := p.data[:off]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := 1 + off - (bytes.LastIndexByte(before, '\n') + 1)
-	return Pos{Line: line, Col: col, Key: n.key}
+	off := min(max(n.v.StartOffset, 0), len(p.data))
+	line := sort.Search(len(p.lineStarts), func(i int) bool { return p.lineStarts[i] > off }) // >= 1
+	return Pos{Line: line, Col: 1 + off - p.lineStarts[line-1], Key: n.key}
 }
 
 func (p *parser) origin(pos Pos) string {

@@ -450,6 +450,39 @@ func TestJSONC(t *testing.T) {
 	}
 }
 
+// TestDocExample keeps the example in the package documentation valid.
+func TestDocExample(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	in := false
+	for _, line := range strings.Split(string(src), "\n") {
+		switch {
+		case line == "//\t{":
+			in = true
+		case !in:
+			continue
+		}
+		b.WriteString(strings.TrimPrefix(line, "//\t") + "\n")
+		if line == "//\t}" {
+			break
+		}
+	}
+	doc := b.String()
+	if !strings.Contains(doc, "unprotect") {
+		t.Fatalf("could not find the settings example in doc.go, got %q", doc)
+	}
+	s, err := Parse("doc.go example", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(s, Flags{}, testEnv); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadFileMissing(t *testing.T) {
 	_, err := LoadFile(filepath.Join(t.TempDir(), "nope.json"))
 	var e *Error

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -250,12 +251,9 @@ func (p *parser) envVar(i int, n node) error {
 		arr := injectNode.v.Value.(*hujson.Array)
 		hosts, key := ev.InjectHosts, injectNode.key
 		p.later = append(p.later, func() error {
+			allowed := p.allowedSet()
 			for i, h := range hosts {
-				covered := false
-				for _, a := range p.s.Network.AllowedDomains {
-					covered = covered || a.covers(h)
-				}
-				if !covered {
+				if !allowed.covers(h) {
 					return p.fail(node{v: &arr.Elements[i], key: fmt.Sprintf("%s[%d]", key, i)},
 						errf(ErrConflict, "%q is not covered by network.allowedDomains, so the credential could never reach it", h.Pattern),
 						"add it (or a wildcard covering it) to network.allowedDomains, or remove it here")
@@ -264,14 +262,17 @@ func (p *parser) envVar(i int, n node) error {
 			return nil
 		})
 	}
-	for _, prev := range p.s.Credentials.EnvVars {
-		if prev.Name != ev.Name {
-			continue
-		}
+	if j, dup := p.envIndex[ev.Name]; dup {
+		prev := p.s.Credentials.EnvVars[j]
 		if prev.Mode != ev.Mode || !sameDomains(prev.InjectHosts, ev.InjectHosts) {
 			return p.fail(n, errf(ErrConflict, "%q is also listed at %s with different settings", ev.Name, prev.Key),
 				"keep one entry per variable")
 		}
+	} else {
+		if p.envIndex == nil {
+			p.envIndex = map[string]int{}
+		}
+		p.envIndex[ev.Name] = len(p.s.Credentials.EnvVars)
 	}
 	p.s.Credentials.EnvVars = append(p.s.Credentials.EnvVars, ev)
 	return nil
@@ -402,13 +403,13 @@ func (p *parser) deniedDomainReasons(n node) error {
 	}
 	p.s.Network.DeniedDomainReasons = out
 	p.later = append(p.later, func() error {
+		denied := map[string]bool{}
+		for _, d := range p.s.Network.DeniedDomains {
+			denied[d.Pattern] = true
+		}
 		for _, kn := range keys {
 			k := kn.v.Value.(hujson.Literal).String()
-			found := false
-			for _, d := range p.s.Network.DeniedDomains {
-				found = found || d.Pattern == k
-			}
-			if !found {
+			if !denied[k] {
 				return p.fail(kn, errf(ErrConflict, "%q is not an entry of network.deniedDomains, so this reason would never be shown", k),
 					"use the exact spelling of a deniedDomains entry as the key")
 			}
@@ -416,4 +417,46 @@ func (p *parser) deniedDomainReasons(n node) error {
 		return nil
 	})
 	return nil
+}
+
+// allowedSet indexes network.allowedDomains by host, ports dropped.
+func (p *parser) allowedSet() domainSet {
+	if p.allowed == nil {
+		p.allowed = domainSet{}
+		for _, a := range p.s.Network.AllowedDomains {
+			p.allowed[a.Host] = true
+		}
+	}
+	return p.allowed
+}
+
+// domainSet is a set of rule hosts ("a.com", "*.a.com"), ports ignored.
+type domainSet map[string]bool
+
+// covers reports whether every host that h can match is matched by some rule in
+// the set, in time proportional to h's labels (see DomainRule.covers).
+func (s domainSet) covers(h DomainRule) bool {
+	if s["*"] {
+		return true
+	}
+	name, wild := strings.CutPrefix(h.Host, "*.")
+	if !wild && s[name] {
+		return true
+	}
+	if wild && s["*."+name] {
+		return true
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return false // wildcards never match IP literals
+	}
+	for rest := name; ; {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+1:]
+		if s["*."+rest] {
+			return true
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -90,6 +92,10 @@ const maxSettingsSize = 1 << 20
 func LoadFile(path string) (*Settings, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in Error.File
+		}
 		return nil, &Error{File: path, Err: fmt.Errorf("read settings: %w", err),
 			HintText: "check the path given with --settings, or remove the flag to use the built-in default"}
 	}

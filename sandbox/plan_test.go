@@ -37,7 +37,7 @@ func TestPlan(t *testing.T) {
 		not  []string // "op path" steps that must not appear
 	}{{
 		name: "workspace writable, secret hidden",
-		pol: policy.Policy{AllowWrite: []policy.Rule{rule(ws)}, DenyRead: []policy.Rule{rule(filepath.Join(home, "secret"))}},
+		pol:  policy.Policy{AllowWrite: []policy.Rule{rule(ws)}, DenyRead: []policy.Rule{rule(filepath.Join(home, "secret"))}},
 		want: []string{"tmpfs /tmp", "bind-rw " + ws, "mask-dir " + home + "/secret"},
 	}, {
 		name: "allowRead re-opens, deeper denyRead stays denied",
@@ -82,8 +82,8 @@ func TestPlan(t *testing.T) {
 		want: []string{"bind-rw " + ws, "bind-rw " + ws + "/.git", "bind-ro " + ws + "/.git/config", "bind-ro " + ws + "/.git/hooks"},
 	}, {
 		name: "protected paths of a read-only tree need nothing",
-		pol: policy.Policy{Protected: []policy.Protected{{Name: ".vscode", Dir: true, Where: policy.WhereWorkspace, Reason: "r"}}},
-		not: []string{"bind-ro " + ws + "/.vscode"},
+		pol:  policy.Policy{Protected: []policy.Protected{{Name: ".vscode", Dir: true, Where: policy.WhereWorkspace, Reason: "r"}}},
+		not:  []string{"bind-ro " + ws + "/.vscode"},
 	}, {
 		name: "rules under the private /tmp need no step unless they re-open",
 		pol:  policy.Policy{DenyRead: []policy.Rule{rule(tmpDir(t) + "/secret")}},
