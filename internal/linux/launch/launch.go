@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/moat-sandbox/moat/internal/spec"
 )
 
@@ -21,6 +23,10 @@ const InitArg = "__moat_init"
 // Namespaces are the namespaces every sandbox gets.
 const Namespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// initCaps are the capabilities, in the sandbox's own user namespace, that init
+// needs: mounts and pivot_root, dropping the bounding set, bringing up lo.
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
 
 // Process is a running sandbox.
 type Process struct {
@@ -59,7 +65,12 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 			GidMappingsEnableSetgroups: false,
-			Pdeathsig:                  syscall.SIGKILL,
+			// The command keeps the user's own uid, which isn't 0 inside, so execve
+			// would leave init without capabilities in its namespaces. Ambient
+			// capabilities carry over what init needs to build the sandbox; init
+			// drops them all before the command starts.
+			AmbientCaps: initCaps,
+			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
 	err = cmd.Start()

@@ -269,7 +269,7 @@ func newTmpfs(mode string) (int, error) {
 // newEmptySource returns a tmpfs holding an empty file "file" and an empty directory
 // "dir", the sources of every mask.
 func newEmptySource() (int, error) {
-	fd, err := newTmpfs("0555")
+	fd, err := newTmpfs("0755") // never attached itself: only clones of its entries are
 	if err != nil {
 		return -1, err
 	}

@@ -1,0 +1,264 @@
+//go:build linux
+
+package sandbox_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/policy"
+	"github.com/moat-sandbox/moat/sandbox"
+)
+
+// TestMain lets this test binary serve as the sandbox's init stage.
+func TestMain(m *testing.M) {
+	sandbox.Init()
+	os.Exit(m.Run())
+}
+
+// fixture is a workspace and a fake home outside the sandbox's private /tmp, so
+// that what the sandbox does to them shows on the host.
+type fixture struct {
+	root, ws, home, token string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	base, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.MkdirTemp(base, ".moat-runtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	f := &fixture{root: root, ws: filepath.Join(root, "ws"), home: filepath.Join(root, "home"),
+		token: "TOKEN-" + filepath.Base(root)}
+	for _, d := range []string{f.ws, filepath.Join(f.home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.home, ".ssh", "id_rsa"), []byte(f.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// run runs script under sh in the sandbox, with the workspace writable and ~/.ssh
+// hidden, and returns its combined output and error.
+func (f *fixture) run(t *testing.T, script string) (string, error) {
+	t.Helper()
+	pol, err := policy.Compile(nil, policy.Flags{DenyRead: []string{filepath.Join(f.home, ".ssh")}},
+		policy.Env{Cwd: f.ws, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := sandbox.Command(pol, "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+f.home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Kill()
+		t.Fatal("sandbox did not finish in 60s")
+	}
+	return out.String(), err
+}
+
+func (f *fixture) exists(name string) bool {
+	_, err := os.Lstat(filepath.Join(f.ws, name))
+	return err == nil
+}
+
+func (f *fixture) lootHasToken(t *testing.T) bool {
+	t.Helper()
+	found := false
+	filepath.Walk(f.ws, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(f.token)) {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+func TestWritesOnlyInWorkspace(t *testing.T) {
+	f := newFixture(t)
+	hostTmp := filepath.Join(os.TempDir(), "moat-runtest-"+filepath.Base(f.root))
+	defer os.Remove(hostTmp)
+	out, err := f.run(t, `echo ok > allowed; echo x > "$HOME/evil"; echo x > `+hostTmp+`; echo x > /dev/shm/moat-evil; f=$(mktemp) && echo x > "$f" && echo tmp-ok`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "allowed")); string(b) != "ok\n" {
+		t.Fatalf("control: workspace write did not land on the host (%q)\n%s", b, out)
+	}
+	if !strings.Contains(out, "tmp-ok") {
+		t.Fatalf("mktemp inside failed:\n%s", out)
+	}
+	for _, p := range []string{filepath.Join(f.home, "evil"), hostTmp, "/dev/shm/moat-evil"} {
+		if _, err := os.Lstat(p); err == nil {
+			os.Remove(p)
+			t.Errorf("sandbox wrote %s on the host", p)
+		}
+	}
+}
+
+func TestSecretsStayHidden(t *testing.T) {
+	f := newFixture(t)
+	// A symlink the repository already carried, pointing at the secret.
+	if err := os.Symlink(filepath.Join(f.home, ".ssh", "id_rsa"), filepath.Join(f.ws, "carried")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.home, "public"), []byte("PUBLIC-"+f.token[6:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.run(t, `
+		k="$HOME/.ssh/id_rsa"
+		cat "$k" > loot1; cat carried > loot2
+		ln -s "$k" made; cat made > loot3
+		ln "$k" hard 2>/dev/null; cat hard > loot4
+		cat /proc/self/root"$k" > loot5; cat /proc/1/root"$k" > loot6
+		unshare -Urm sh -c "umount $HOME/.ssh; cat $k" > loot7
+		cat "$HOME/public" > control
+		true`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "control")); !strings.HasPrefix(string(b), "PUBLIC-") {
+		t.Fatalf("control: readable file was not read (%q)\n%s", b, out)
+	}
+	if f.lootHasToken(t) {
+		t.Fatalf("the secret reached the workspace:\n%s", out)
+	}
+}
+
+func TestProtectedPaths(t *testing.T) {
+	f := newFixture(t)
+	git := func(args ...string) {
+		c := exec.Command("git", append([]string{"-C", f.ws}, args...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	git("init", "-q")
+	hook := filepath.Join(f.ws, ".git", "hooks", "pre-commit")
+	os.Remove(hook)
+	cfg, _ := os.ReadFile(filepath.Join(f.ws, ".git", "config"))
+	out, err := f.run(t, `
+		export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
+		echo 'touch /tmp/pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+		echo '[core] fsmonitor = evil' >> .git/config
+		mkdir -p .vscode && echo '{}' > .vscode/tasks.json
+		echo evil > .envrc; echo '{}' > .mcp.json
+		mv .git .gitold; mkdir -p .git/hooks && echo evil > .git/hooks/post-checkout
+		echo code > main.txt && git add main.txt && git commit -qm first && git checkout -qb feature && echo committed`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "committed") {
+		t.Fatalf("control: git add/commit/checkout -b failed inside:\n%s", out)
+	}
+	if log, err := exec.Command("git", "-C", f.ws, "log", "--oneline", "feature").Output(); err != nil || !strings.Contains(string(log), "first") {
+		t.Fatalf("control: the commit is not in the host repo: %v %s", err, log)
+	}
+	if _, err := os.Lstat(hook); err == nil {
+		t.Errorf(".git/hooks/pre-commit was planted")
+	}
+	if now, _ := os.ReadFile(filepath.Join(f.ws, ".git", "config")); !bytes.Equal(now, cfg) {
+		t.Errorf(".git/config changed:\n%s", now)
+	}
+	for _, name := range []string{".vscode", ".envrc", ".mcp.json", ".gitold", ".git/hooks/post-checkout"} {
+		if f.exists(name) {
+			t.Errorf("%s exists on the host after the run (planted, or a placeholder left behind)", name)
+		}
+	}
+}
+
+func TestDaemonsDieWithTheSandbox(t *testing.T) {
+	f := newFixture(t)
+	out, err := f.run(t, `setsid sh -c 'while :; do echo beat >> beat; sleep 0.1; done' </dev/null >/dev/null 2>&1 & sleep 0.3`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	before, err := os.Stat(filepath.Join(f.ws, "beat"))
+	if err != nil {
+		t.Fatalf("control: the daemon never ran: %v", err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	after, _ := os.Stat(filepath.Join(f.ws, "beat"))
+	if after.Size() != before.Size() {
+		t.Fatalf("a daemon outlived the sandbox: beat grew from %d to %d bytes", before.Size(), after.Size())
+	}
+}
+
+func TestInheritedDescriptorsAreClosed(t *testing.T) {
+	f := newFixture(t)
+	// An fd this process holds without close-on-exec, as a careless caller would.
+	fd, err := syscall.Open(filepath.Join(f.home, ".ssh", "id_rsa"), syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	out, err := f.run(t, `for n in 3 4 5 6 7 8 9 10 11 12; do cat /proc/self/fd/$n >> loot 2>/dev/null; done; ls -l /proc/self/fd > fds; true`)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if !f.exists("fds") {
+		t.Fatalf("control: nothing ran:\n%s", out)
+	}
+	if f.lootHasToken(t) {
+		t.Fatalf("an inherited descriptor (fd %d) reached the sandbox", fd)
+	}
+}
+
+func TestExitStatus(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, "noexec"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		script string
+		code   int
+	}{{"exit 0", 0}, {"exit 3", 3}, {"kill -9 $$", 137}} {
+		_, err := f.run(t, tc.script)
+		code := 0
+		var ee *sandbox.ExitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		} else if err != nil {
+			t.Fatalf("%q: %v", tc.script, err)
+		}
+		if code != tc.code {
+			t.Errorf("%q: exit %d, want %d", tc.script, code, tc.code)
+		}
+	}
+	pol, _ := policy.Compile(nil, policy.Flags{}, policy.Env{Cwd: f.ws, Home: f.home})
+	for name, notFound := range map[string]bool{"no-such-command-moat": true, "./noexec": false} {
+		err := sandbox.Command(pol, name).Run()
+		var xe *sandbox.ExecError
+		if !errors.As(err, &xe) || xe.NotFound() != notFound {
+			t.Errorf("%s: got %v, want an ExecError with NotFound()=%v", name, err, notFound)
+		}
+	}
+}
