@@ -432,10 +432,6 @@ func (p *planner) build() *plan {
 		default:
 			m.Op, m.Source = spec.OpBindRO, path
 		}
-		if n.denyWrite && !want.read {
-			// unreachable by construction; kept as a guard against future edits
-			m.Op = spec.OpMaskFile
-		}
 		if m.Op == spec.OpMaskDir && isPlaceholder(p.placeholders, path) {
 			m.Op = spec.OpPlaceholder
 		}
