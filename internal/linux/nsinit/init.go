@@ -113,20 +113,33 @@ func run(ctl *bufio.Reader) spec.Result {
 		r.Errno = int(errnoOf(err))
 		return r
 	}
-	go forwardSignals(ctl, proc.Pid)
-	return reap(proc.Pid)
+	done := make(chan spec.Result, 1)
+	go func() { done <- reap(proc.Pid) }()
+	sigs := make(chan syscall.Signal)
+	go readSignals(ctl, sigs)
+	// Signals are sent from this thread: without Landlock's all-thread sync (ABI 8)
+	// each thread has its own domain, and scoping lets only the thread that forked
+	// the command (whose domain it inherited) signal it.
+	for {
+		select {
+		case r := <-done:
+			return r
+		case sig := <-sigs:
+			_ = unix.Kill(proc.Pid, sig)
+		}
+	}
 }
 
-// forwardSignals relays the signal numbers the supervisor writes to the command.
-// When the supervisor goes away, the sandbox ends with it.
-func forwardSignals(ctl *bufio.Reader, pid int) {
+// readSignals passes on the signal numbers the supervisor writes; when the
+// supervisor goes away, it asks for SIGKILL, and the sandbox ends with it.
+func readSignals(ctl *bufio.Reader, out chan<- syscall.Signal) {
 	for {
 		b, err := ctl.ReadByte()
 		if err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
+			out <- unix.SIGKILL
 			return
 		}
-		_ = unix.Kill(pid, syscall.Signal(b))
+		out <- syscall.Signal(b)
 	}
 }
 

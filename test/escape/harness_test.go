@@ -1,0 +1,449 @@
+// Package escape_test attacks a real "moat run" the way a hostile agent would, and
+// judges every attempt by evidence outside the sandbox: a file on the host, a host
+// listener's log, a host process still alive. Each attack has a positive control, the
+// same action where it must succeed, so a broken harness can't pass silently.
+//
+// The tests build moat once (or use $MOAT_BIN) and run as root or as any other user:
+//
+//	go test ./test/escape/ -v
+//	go test -c -o /tmp/escape.test ./test/escape && MOAT_BIN=/tmp/moat su moattest -c '/tmp/escape.test -test.v'
+//
+// MOAT_ESCAPE_KEEP=1 keeps the host directories (workspaces, loot) for inspection.
+//
+// Host directories are made under $MOAT_ESCAPE_DIR, else under os.TempDir() unless
+// that is one of the directories the sandbox replaces with a private tmpfs (/tmp,
+// /var/tmp, /run, /dev/shm), else under the home directory: a host directory the
+// sandbox can't see would make every secret-read test pass for the wrong reason.
+package escape_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+//go:embed testdata
+var testdata embed.FS
+
+var (
+	moatBin string // the moat binary under test
+	baseDir string // every test's host directories live under it
+)
+
+// runTimeout bounds one moat run; it is a hang guard, never a verdict.
+const runTimeout = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	root, err := pickRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "escape tests:", err)
+		return 1
+	}
+	baseDir, err = os.MkdirTemp(root, "moat-escape-")
+	if err == nil {
+		err = os.Chmod(baseDir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "escape tests: make base dir:", err)
+		return 1
+	}
+	if os.Getenv("MOAT_ESCAPE_KEEP") != "" {
+		fmt.Fprintln(os.Stderr, "escape tests: keeping", baseDir)
+	} else {
+		defer os.RemoveAll(baseDir)
+	}
+
+	moatBin = os.Getenv("MOAT_BIN")
+	if moatBin == "" {
+		moatBin = filepath.Join(baseDir, "moat")
+		if err := buildMoat(moatBin); err != nil {
+			fmt.Fprintln(os.Stderr, "escape tests: build moat (set MOAT_BIN to use a built binary):", err)
+			return 1
+		}
+	} else if moatBin, err = filepath.Abs(moatBin); err != nil {
+		fmt.Fprintln(os.Stderr, "escape tests:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// buildMoat builds ../../cmd/moat; CGO_ENABLED=0 is required (the init stage uses
+// syscall.AllThreadsSyscall).
+func buildMoat(out string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(gobin, "build", "-o", out, "../../cmd/moat")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, b)
+	}
+	return nil
+}
+
+// privateInSandbox are host directories the sandbox covers with a fresh tmpfs.
+var privateInSandbox = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"}
+
+func hiddenInSandbox(dir string) bool {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for _, p := range privateInSandbox {
+		if dir == p || strings.HasPrefix(dir, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func pickRoot() (string, error) {
+	if d := os.Getenv("MOAT_ESCAPE_DIR"); d != "" {
+		return d, nil
+	}
+	if tmp := os.TempDir(); !hiddenInSandbox(tmp) {
+		return tmp, nil
+	}
+	home, err := os.UserHomeDir()
+	if err == nil && !hiddenInSandbox(home) {
+		if f, err := os.CreateTemp(home, ".moat-escape-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return home, nil
+		}
+	}
+	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_ESCAPE_DIR", os.TempDir(), home)
+}
+
+// box is one test's host directories: a workspace, a fake home, a private runtime
+// dir, and room for tools and evidence outside the workspace.
+type box struct {
+	t    *testing.T
+	root string // readable in the sandbox, not writable
+	ws   string // the workspace: moat runs here
+	home string // HOME inside the sandbox
+	xdg  string // XDG_RUNTIME_DIR: moat's state dir for placeholders lives here
+}
+
+func newBox(t *testing.T) *box {
+	t.Helper()
+	// Short names: unix socket paths must fit in 108 bytes.
+	name := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
+	if len(name) > 16 {
+		name = name[:16]
+	}
+	root, err := os.MkdirTemp(baseDir, name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &box{t: t, root: root, ws: filepath.Join(root, "ws"), home: filepath.Join(root, "home"), xdg: filepath.Join(root, "xdg")}
+	mkdir(t, b.ws)
+	mkdir(t, b.home)
+	if err := os.Mkdir(b.xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// tool writes an embedded testdata file next to the workspace and returns its path.
+func (b *box) tool(name string) string {
+	b.t.Helper()
+	data, err := testdata.ReadFile("testdata/" + name)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	dir := filepath.Join(b.root, "tools")
+	mkdir(b.t, dir)
+	p := filepath.Join(dir, name)
+	writeFile(b.t, p, string(data), 0o644)
+	return p
+}
+
+// opts describe one moat run.
+type opts struct {
+	script string   // run as: sh -c script
+	argv   []string // or this command
+	config string   // settings JSON, written outside the workspace and passed with --config
+	flags  []string // more moat run flags
+	env    []string // KEY=VALUE, added to (and overriding) the base environment
+	stdin  io.Reader
+	extra  []*os.File // passed as fds 3, 4, ...
+	dir    string     // working directory; the workspace when empty
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s\n--- stderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// env is the base environment of every run: nothing of the test's own.
+func (b *box) env(extra ...string) []string {
+	return append([]string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + b.home,
+		"XDG_RUNTIME_DIR=" + b.xdg,
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CEILING_DIRECTORIES=" + b.root,
+		"GIT_AUTHOR_NAME=moat test", "GIT_AUTHOR_EMAIL=moat@example.invalid",
+		"GIT_COMMITTER_NAME=moat test", "GIT_COMMITTER_EMAIL=moat@example.invalid",
+	}, extra...)
+}
+
+// command returns the exec.Cmd of "moat run" for o, not started.
+func (b *box) command(ctx context.Context, o opts) *exec.Cmd {
+	b.t.Helper()
+	args := []string{"run"}
+	if o.config != "" {
+		f, err := os.CreateTemp(b.root, "settings-*.json")
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if _, err := f.WriteString(o.config); err != nil {
+			b.t.Fatal(err)
+		}
+		f.Close()
+		args = append(args, "--config", f.Name())
+	}
+	args = append(args, o.flags...)
+	args = append(args, "--")
+	if o.argv != nil {
+		args = append(args, o.argv...)
+	} else {
+		args = append(args, "sh", "-c", o.script)
+	}
+	cmd := exec.CommandContext(ctx, moatBin, args...)
+	cmd.Dir = o.dir
+	if cmd.Dir == "" {
+		cmd.Dir = b.ws
+	}
+	cmd.Env = b.env(o.env...)
+	cmd.Stdin = o.stdin
+	cmd.ExtraFiles = o.extra
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// run runs moat and returns its output and exit status (128+N for a signal).
+func (b *box) run(o opts) result {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := b.command(ctx, o)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	if ctx.Err() != nil {
+		b.t.Fatalf("moat run did not end within %v:\n%s", runTimeout, r)
+	}
+	if r.code == -1 {
+		b.t.Fatalf("moat run: %v\n%s", err, r)
+	}
+	return r
+}
+
+// host runs a command outside the sandbox (a positive control, or the user's next
+// step), in dir, with the same base environment.
+func (b *box) host(dir string, extra []*os.File, name string, args ...string) result {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = b.env()
+	cmd.ExtraFiles = extra
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	if ctx.Err() != nil || r.code == -1 {
+		b.t.Fatalf("host %s %q: %v\n%s", name, args, err, r)
+	}
+	return r
+}
+
+// git runs git on the host in dir and fails the test if it fails.
+func (b *box) git(dir string, args ...string) string {
+	b.t.Helper()
+	r := b.host(dir, nil, "git", args...)
+	if r.code != 0 {
+		b.t.Fatalf("host git %q in %s:\n%s", args, dir, r)
+	}
+	return r.stdout
+}
+
+func exitStatus(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return -1
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return -1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// token returns a fresh random marker; finding it somewhere proves a read.
+func token(kind string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "MOAT-" + kind + "-" + hex.EncodeToString(b[:])
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, path, data string, mode os.FileMode) {
+	t.Helper()
+	mkdir(t, filepath.Dir(path))
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readFile returns a host file's content, or "" when it doesn't exist.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// exists reports whether path exists on the host, without following a final symlink.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// filesContaining walks dir on the host (never following symlinks) and returns the
+// regular files whose content contains tok, except those named in skip.
+func filesContaining(t *testing.T, dir, tok string, skip ...string) []string {
+	t.Helper()
+	var hits []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		for _, s := range skip {
+			if p == s {
+				return nil
+			}
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(tok)) {
+			hits = append(hits, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// shq quotes s for sh.
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// waitFor polls cond until it holds or the deadline passes: synchronisation with the
+// sandbox, never a verdict on timing.
+func waitFor(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cond()
+}
+
+// lines parses "key value" lines into a map.
+func lines(s string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func isRoot() bool { return os.Getuid() == 0 }
+
+// TestEscape runs every attack as a named subtest.
+func TestEscape(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"writes_outside_workspace", testWritesOutside},
+		{"secret_reads", testSecretReads},
+		{"protected_paths", testProtectedPaths},
+		{"inherited_descriptors", testInheritedFDs},
+		{"host_processes", testHostProcesses},
+		{"escaping_supervision", testSupervision},
+		{"terminal_injection", testTerminalInjection},
+		{"host_sockets", testHostSockets},
+		{"privileges_and_network", testPrivilegesAndNetwork},
+		{"kernel_surface", testKernelSurface},
+		{"exit_status_and_signals", testExitStatus},
+		{"everyday_controls", testEveryday},
+		{"environment_secrets", testEnvironmentSecrets},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t)
+		})
+	}
+}
+
+// knownGap skips a test of a weakness moat has today, naming it, so the suite
+// stays green while the gap is tracked; MOAT_ESCAPE_STRICT=1 runs it anyway.
+func knownGap(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("MOAT_ESCAPE_STRICT") != "1" {
+		t.Skip("KNOWN GAP, not enforced yet: " + reason)
+	}
+}
