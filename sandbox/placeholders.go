@@ -7,11 +7,75 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
 
-// placeholders tracks the empty directories moat creates on the host so that a
+// placeholder is a host path moat creates so that a missing protected path can be
+// covered read-only: an empty directory (.vscode, .git/hooks), or a file with
+// content that its reader treats as absent (.git/commondir holding ".").
+type placeholder struct {
+	path    string
+	file    bool
+	content string
+}
+
+func (ph placeholder) create() error {
+	if !ph.file {
+		if err := os.Mkdir(ph.path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	f, err := os.OpenFile(ph.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // made by a concurrent run, or by the user: either way not ours to write
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(ph.content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// record line: "dir\t<path>" or "file\t<quoted content>\t<path>".
+func (ph placeholder) line() string {
+	if ph.file {
+		return "file\t" + strconv.Quote(ph.content) + "\t" + ph.path
+	}
+	return "dir\t" + ph.path
+}
+
+// remove deletes the placeholder if it is still exactly what moat made: an empty
+// directory, or a regular file with the placeholder content.
+func removePlaceholder(line string) {
+	kind, rest, _ := strings.Cut(line, "\t")
+	switch kind {
+	case "dir":
+		if fi, err := os.Lstat(rest); err == nil && fi.IsDir() {
+			_ = os.Remove(rest) // fails, and keeps it, unless empty
+		}
+	case "file":
+		q, path, ok := strings.Cut(rest, "\t")
+		content, err := strconv.Unquote(q)
+		if !ok || err != nil {
+			return
+		}
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(content)) {
+			return
+		}
+		if data, err := os.ReadFile(path); err == nil && string(data) == content {
+			_ = os.Remove(path)
+		}
+	}
+}
+
+// placeholders tracks the placeholders moat creates on the host so that a
 // missing protected path (.vscode, .git/hooks, ...) can be covered read-only. Each
 // run holds a shared lock while its sandbox lives; the last run to end removes every
 // recorded placeholder that is still an empty directory. A sandbox can't reach the
@@ -19,7 +83,7 @@ import (
 type placeholders struct {
 	lock    *os.File
 	dir     string
-	created []string
+	created []placeholder
 }
 
 func stateDir() (string, error) {
@@ -62,22 +126,26 @@ func lockPlaceholders() (*placeholders, error) {
 func (p *placeholders) listPath() string { return filepath.Join(p.dir, "placeholders") }
 
 // record notes placeholders created by this run, before the sandbox starts.
-func (p *placeholders) record(paths []string) error {
-	if len(paths) == 0 {
+func (p *placeholders) record(list []placeholder) error {
+	if len(list) == 0 {
 		return nil
+	}
+	var lines []string
+	for _, ph := range list {
+		lines = append(lines, ph.line())
 	}
 	f, err := os.OpenFile(p.listPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	_, err = f.WriteString(strings.Join(paths, "\n") + "\n")
+	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
 	return err
 }
 
 // release ends this run's hold; if no other run holds the lock, it removes every
 // recorded placeholder that is still an empty directory.
-func (p *placeholders) release(created []string) {
+func (p *placeholders) release(created []placeholder) {
 	if p == nil || p.lock == nil {
 		return
 	}
@@ -96,10 +164,7 @@ func (p *placeholders) release(created []string) {
 	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		path := sc.Text()
-		if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-			_ = os.Remove(path) // fails, and keeps it, unless empty
-		}
+		removePlaceholder(sc.Text())
 	}
 	f.Close()
 	_ = os.Truncate(p.listPath(), 0)

@@ -47,14 +47,14 @@ type state struct {
 type plan struct {
 	mounts       []spec.Mount
 	writable     []string
-	placeholders []string // empty dirs created on the host for missing protected paths
-	notes        []string // what was skipped and why, for --debug
+	placeholders []placeholder // created on the host for missing protected paths
+	notes        []string      // what was skipped and why, for --debug
 }
 
 type planner struct {
 	pol          *policy.Policy
 	nodes        map[string]*node
-	placeholders []string
+	placeholders []placeholder
 	notes        []string
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
@@ -188,6 +188,8 @@ func expandGlob(pattern string) ([]string, error) {
 // protect adds the mandatory protected paths of every writable root: read-only when
 // they exist, covered by an empty read-only placeholder when they don't, and every
 // directory between the root and them pinned so it can't be renamed and replaced.
+// Below each root, down to ProtectedDepth levels, existing entries and nested git
+// repositories are protected too.
 func (p *planner) protect() error {
 	var roots []string
 	for _, n := range p.nodes {
@@ -199,29 +201,101 @@ func (p *planner) protect() error {
 	if err := p.checkDefaultRoots(); err != nil {
 		return err
 	}
-	for _, prot := range p.pol.Protected {
-		var bases []string
-		switch prot.Where {
-		case "home":
-			bases = []string{p.pol.Home}
-			if real, err := filepath.EvalSymlinks(p.pol.Home); err == nil {
-				bases = []string{real}
+	var hooks, config *policy.Protected
+	workspace := map[string]policy.Protected{}
+	for i, prot := range p.pol.Protected {
+		switch {
+		case prot.Where == policy.WhereHome:
+			home := p.pol.Home
+			if real, err := filepath.EvalSymlinks(home); err == nil {
+				home = real
 			}
+			if err := p.protectOne(home, filepath.Join(home, prot.Name), prot); err != nil {
+				return err
+			}
+		case prot.Name == ".git/hooks":
+			hooks = &p.pol.Protected[i]
+		case prot.Name == ".git/config":
+			config = &p.pol.Protected[i]
 		default:
-			bases = roots
+			workspace[prot.Name] = prot
 		}
-		for _, base := range bases {
-			for _, target := range p.protectedTargets(base, prot.Name) {
-				if !p.writable(filepath.Dir(target)) && !p.writable(target) {
+	}
+	for _, root := range roots {
+		for _, prot := range workspace {
+			if err := p.protectOne(root, filepath.Join(root, prot.Name), prot); err != nil {
+				return err
+			}
+		}
+		repos, found := scanNested(root, p.pol.ProtectedDepth, workspace)
+		for path, prot := range found {
+			if err := p.protectOne(root, path, prot); err != nil {
+				return err
+			}
+		}
+		if hooks == nil && config == nil {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(root, ".git")); errors.Is(err, fs.ErrNotExist) && config != nil {
+			// Not a repository: keep it that way, or the sandbox could create .git
+			// with a config of its choosing for the user's next git command.
+			prot := *config
+			prot.Name, prot.Dir, prot.Reason = ".git", true, "a new .git would carry a config and hooks the sandbox chose"
+			if err := p.protectOne(root, filepath.Join(root, ".git"), prot); err != nil {
+				return err
+			}
+		}
+		for _, wt := range append([]string{root}, repos...) {
+			for _, gf := range gitControlFiles(wt) {
+				prot := config
+				if gf.hooks {
+					prot = hooks
+				}
+				if prot == nil {
 					continue
 				}
-				if err := p.protectOne(base, target, prot); err != nil {
+				if err := p.protectPath(root, gf.path, gf.dir, &gf.placeholder, "protected: "+gf.reason); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// scanNested walks root down to depth levels and returns the work trees of nested
+// git repositories and the existing entries named in the workspace table.
+func scanNested(root string, depth int, table map[string]policy.Protected) (repos []string, found map[string]policy.Protected) {
+	found = map[string]policy.Protected{}
+	var walk func(dir string, level int)
+	walk = func(dir string, level int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			name := e.Name()
+			path := filepath.Join(dir, name)
+			if level > 0 {
+				if name == ".git" {
+					repos = append(repos, dir)
+				}
+				if prot, ok := table[name]; ok {
+					found[path] = prot
+				}
+			}
+			if e.IsDir() && level < depth {
+				if _, skip := scanSkip[name]; !skip {
+					walk(path, level+1)
+				}
+			}
+		}
+	}
+	if depth > 0 {
+		walk(root, 0)
+	}
+	sort.Strings(repos)
+	return repos, found
 }
 
 // checkDefaultRoots refuses the default policy's writable current directory when it
@@ -247,65 +321,41 @@ func (p *planner) checkDefaultRoots() error {
 	return nil
 }
 
-// protectedTargets maps a protected name under base to host paths, following a .git
-// file (worktrees, submodules) to the real git dir and its common dir.
-func (p *planner) protectedTargets(base, name string) []string {
-	rest, isGit := strings.CutPrefix(name, ".git/")
-	if !isGit {
-		return []string{filepath.Join(base, name)}
-	}
-	gitdir := filepath.Join(base, ".git")
-	fi, err := os.Lstat(gitdir)
-	if err != nil {
-		return nil
-	}
-	dirs := []string{gitdir}
-	if fi.Mode().IsRegular() {
-		data, err := os.ReadFile(gitdir)
-		if err != nil {
-			return nil
+// protectOne protects one entry of the protected paths table.
+func (p *planner) protectOne(base, target string, prot policy.Protected) error {
+	if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) && prot.Where == policy.WhereHome && !prot.Dir &&
+		(p.writable(filepath.Dir(target)) || p.writable(target)) {
+		if parent, err := os.Lstat(filepath.Dir(target)); err == nil && parent.IsDir() {
+			// A placeholder can't stand in for a missing shell file: an empty
+			// ~/.bash_profile directory would change what the user's login shells read.
+			return &SetupError{Stage: "policy", Err: fmt.Errorf("%s is writable and %s does not exist, so it can't be protected", filepath.Dir(target), target),
+				HintText: "create it (an empty file is fine) so moat can keep it read-only, or don't make your home directory writable"}
 		}
-		line := strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0])
-		target, ok := strings.CutPrefix(line, "gitdir:")
-		if !ok {
-			return nil
-		}
-		target = strings.TrimSpace(target)
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(base, target)
-		}
-		dirs = []string{filepath.Clean(target)}
 	}
-	if data, err := os.ReadFile(filepath.Join(dirs[0], "commondir")); err == nil {
-		common := strings.TrimSpace(string(data))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(dirs[0], common)
-		}
-		dirs = append(dirs, filepath.Clean(common))
-	}
-	var out []string
-	for _, d := range dirs {
-		if real, err := filepath.EvalSymlinks(d); err == nil {
-			d = real
-		}
-		out = append(out, filepath.Join(d, rest))
-	}
-	return out
+	return p.protectPath(base, target, true, nil, "protected: "+prot.Reason)
 }
 
-func (p *planner) protectOne(base, target string, prot policy.Protected) error {
-	reason := "protected: " + prot.Reason
+// protectPath keeps target read-only if the rules so far would let the sandbox write
+// it or create it. A missing target is covered by a placeholder: an empty directory
+// when fileContent is nil, else a file with that content.
+func (p *planner) protectPath(base, target string, dir bool, fileContent *string, reason string) error {
+	if !p.writable(filepath.Dir(target)) && !p.writable(target) {
+		return nil
+	}
+	if !dir && fileContent == nil {
+		panic("sandbox: bug: a file placeholder needs its content")
+	}
 	// Pin every directory from the writable root down to the protected path, so that
 	// renaming a parent (mv .git .old; mkdir -p .git/hooks) can't get around it.
 	if rel, err := filepath.Rel(base, filepath.Dir(target)); err == nil && !strings.HasPrefix(rel, "..") {
-		dir := base
+		d := base
 		for _, part := range strings.Split(rel, string(filepath.Separator)) {
 			if part == "." || part == "" {
 				continue
 			}
-			dir = filepath.Join(dir, part)
-			if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
-				n := p.node(dir)
+			d = filepath.Join(d, part)
+			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+				n := p.node(d)
 				n.pin = true
 				if n.reason == "" {
 					n.reason = "pinned: parent of " + target
@@ -324,21 +374,19 @@ func (p *planner) protectOne(base, target string, prot policy.Protected) error {
 	if err != nil || !parent.IsDir() {
 		return nil // its parent doesn't exist: see README "Limitations"
 	}
-	if prot.Where == policy.WhereHome && !prot.Dir {
-		// A placeholder can't stand in for a missing shell file: an empty
-		// ~/.bash_profile directory would change what the user's login shells read.
-		return &SetupError{Stage: "policy", Err: fmt.Errorf("%s is writable and %s does not exist, so it can't be protected", filepath.Dir(target), target),
-			HintText: "create it (an empty file is fine) so moat can keep it read-only, or don't make your home directory writable"}
+	ph := placeholder{path: target, file: !dir}
+	if !dir {
+		ph.content = *fileContent
 	}
 	if p.createPlaceholders {
-		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := ph.create(); err != nil {
 			return fmt.Errorf("create placeholder for protected path %s: %w", target, err)
 		}
-		p.placeholders = append(p.placeholders, target)
 	}
+	p.placeholders = append(p.placeholders, ph)
 	n := p.node(target)
 	n.denyWrite = true
-	n.reason = reason + " (not present: empty read-only placeholder)"
+	n.reason = reason + " (not present: read-only placeholder)"
 	return nil
 }
 
@@ -432,11 +480,13 @@ func (p *planner) build() *plan {
 		default:
 			m.Op, m.Source = spec.OpBindRO, path
 		}
-		if m.Op == spec.OpMaskDir && isPlaceholder(p.placeholders, path) {
-			m.Op = spec.OpPlaceholder
-		}
-		if m.Op == spec.OpBindRO && isPlaceholder(p.placeholders, path) {
-			m.Op = spec.OpPlaceholder
+		if ph, ok := findPlaceholder(p.placeholders, path); ok {
+			if ph.file {
+				// The host file now exists with content git reads as absent.
+				m.Op, m.Source, m.Dir = spec.OpBindRO, path, false
+			} else if m.Op == spec.OpMaskDir || m.Op == spec.OpBindRO {
+				m.Op = spec.OpPlaceholder
+			}
 		}
 		out.mounts = append(out.mounts, m)
 		if want.write {
@@ -446,13 +496,13 @@ func (p *planner) build() *plan {
 	return out
 }
 
-func isPlaceholder(list []string, path string) bool {
+func findPlaceholder(list []placeholder, path string) (placeholder, bool) {
 	for _, p := range list {
-		if p == path {
-			return true
+		if p.path == path {
+			return p, true
 		}
 	}
-	return false
+	return placeholder{}, false
 }
 
 // inherited is the state path gets from the nearest ancestor that has a step.

@@ -392,7 +392,6 @@ echo ok > normal && mkdir -p src/.hidden && echo ok > src/.hidden/f
 	// A gitdir's "commondir" file moves config and hooks elsewhere: writing one into
 	// .git redirects git to a config and hooks the sandbox wrote.
 	t.Run("git_commondir_redirect", func(t *testing.T) {
-		knownGap(t, "known gap: .git/commondir can be created (README Limitations)")
 		t.Parallel()
 		b := newBox(t)
 		gitInit(b, b.ws)
@@ -418,7 +417,6 @@ echo ok > normal
 	// A repository below the workspace root (a vendored checkout, a submodule's
 	// working tree): its .git/hooks and .git/config are just as dangerous.
 	t.Run("nested_repo", func(t *testing.T) {
-		knownGap(t, "known gap: mandatoryDenySearchDepth not implemented; nested repos unprotected")
 		t.Parallel()
 		b := newBox(t)
 		gitInit(b, b.ws)
@@ -449,7 +447,6 @@ echo ok > vendor/lib/normal
 	// A submodule's git dir lives in the superproject's .git/modules/<name>, beside
 	// the protected .git/hooks and .git/config but not covered by them.
 	t.Run("submodule_gitdir", func(t *testing.T) {
-		knownGap(t, "known gap: .git/modules/*/hooks and config not protected")
 		t.Parallel()
 		b := newBox(t)
 		src := filepath.Join(b.root, "lib-src")
@@ -483,7 +480,6 @@ echo ok > lib/normal
 	// core.hooksPath already pointing into the work tree (a tracked .githooks dir, a
 	// common setup): that directory is the repository's hooks dir.
 	t.Run("configured_hooks_path", func(t *testing.T) {
-		knownGap(t, "known gap: a configured core.hooksPath inside the workspace is not protected")
 		t.Parallel()
 		b := newBox(t)
 		gitInit(b, b.ws)
@@ -514,7 +510,6 @@ echo ok > normal
 	// A workspace that is not a repository yet: the sandbox must not be able to
 	// create .git (with a config of its choosing) for the user's next git command.
 	t.Run("git_dir_in_non_repo", func(t *testing.T) {
-		knownGap(t, "known gap: a workspace without .git may get one (README Limitations)")
 		t.Parallel()
 		b := newBox(t)
 		pwn, env := payloadEnv(b)
