@@ -83,7 +83,7 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	p, err := newPlan(c.Policy, hostSockets(os.Environ()), true)
+	p, err := newPlan(c.Policy, hostSockets(c.Policy, os.Environ()), true)
 	if err != nil {
 		ph.release(nil)
 		return err
@@ -181,36 +181,6 @@ func filterEnv(env []string, rules []policy.EnvRule) []string {
 		}
 	}
 	return out
-}
-
-// hostSockets lists the host sockets named by the environment: pathname sockets are
-// reachable wherever the filesystem is readable, so each one is covered.
-func hostSockets(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		name, val, _ := strings.Cut(kv, "=")
-		switch name {
-		case "SSH_AUTH_SOCK":
-			out = append(out, val)
-		case "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS":
-			for _, part := range strings.Split(val, ",") {
-				if p, ok := strings.CutPrefix(strings.TrimPrefix(part, "unix:"), "path="); ok {
-					out = append(out, p)
-				}
-			}
-		case "DOCKER_HOST":
-			if p, ok := strings.CutPrefix(val, "unix://"); ok {
-				out = append(out, p)
-			}
-		}
-	}
-	var abs []string
-	for _, p := range out {
-		if filepath.IsAbs(p) {
-			abs = append(abs, filepath.Clean(p))
-		}
-	}
-	return abs
 }
 
 func describe(w io.Writer, s *spec.Spec, notes []string) {

@@ -93,7 +93,19 @@ func newPlan(pol *policy.Policy, extraDeny []string, createPlaceholders bool) (*
 			return nil, err
 		}
 	}
+	for _, path := range pol.Network.AllowUnixSockets {
+		// A listed socket shows even inside a hidden runtime dir.
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+			r := policy.Rule{Path: path, Origin: "network.allowUnixSockets"}
+			if err := p.add(r, false, func(n *node) { n.allowRead = true }); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, path := range extraDeny {
+		if st := p.stateOf(path); !st.host || st.private {
+			continue // already hidden by a private dir
+		}
 		r := policy.Rule{Path: path, Origin: "host socket"}
 		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
 			return nil, err

@@ -5,10 +5,12 @@ package sandbox_test
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -259,6 +261,80 @@ func TestExitStatus(t *testing.T) {
 		var xe *sandbox.ExecError
 		if !errors.As(err, &xe) || xe.NotFound() != notFound {
 			t.Errorf("%s: got %v, want an ExecError with NotFound()=%v", name, err, notFound)
+		}
+	}
+}
+
+// TestUnixSockets: a host socket is unreachable unless network.allowUnixSockets lists
+// it, and a listed one is reachable even inside a hidden runtime dir. Judged by the
+// host listeners' accept counts.
+func TestUnixSockets(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed: it is the connecting client inside")
+	}
+	f := newFixture(t)
+	runtime := filepath.Join(f.root, "runtime")
+	if err := os.MkdirAll(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	accepted := map[string]*int32{}
+	listen := func(path string) {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		n := new(int32)
+		accepted[path] = n
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				atomic.AddInt32(n, 1)
+				c.Close()
+			}
+		}()
+	}
+	denied := filepath.Join(f.home, "denied.sock")
+	allowedHome := filepath.Join(f.home, "allowed.sock")
+	allowedRuntime := filepath.Join(runtime, "bus")
+	for _, p := range []string{denied, allowedHome, allowedRuntime} {
+		listen(p)
+	}
+	s, err := policy.Parse("settings.json", []byte(`{"filesystem": {"allowWrite": ["`+f.ws+`"]},
+		"network": {"allowUnixSockets": ["`+allowedHome+`", "`+allowedRuntime+`"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Compile(s, policy.Flags{}, policy.Env{Cwd: f.ws, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); print(p, "OK")
+    except OSError as e:
+        print(p, e)
+`
+	cmd := sandbox.Command(pol, "python3", "-c", script, denied, allowedHome, allowedRuntime)
+	t.Setenv("XDG_RUNTIME_DIR", runtime) // the supervisor hides its runtime dir
+	cmd.Env = append(os.Environ(), "HOME="+f.home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && (atomic.LoadInt32(accepted[allowedHome]) == 0 || atomic.LoadInt32(accepted[allowedRuntime]) == 0) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for p, want := range map[string]int32{denied: 0, allowedHome: 1, allowedRuntime: 1} {
+		if got := atomic.LoadInt32(accepted[p]); got != want {
+			t.Errorf("host listener %s accepted %d connection(s) from the sandbox, want %d\ninside:\n%s", p, got, want, out.String())
 		}
 	}
 }
