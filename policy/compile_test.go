@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,17 @@ func paths(rules []Rule) []string {
 	return out
 }
 
+// own drops the rules of the built-in secret table, which every policy has.
+func own(rules []Rule) []Rule {
+	out := []Rule{}
+	for _, r := range rules {
+		if !strings.HasPrefix(r.Origin, OriginDefault+": ") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func TestDefault(t *testing.T) {
 	for name, get := range map[string]func() (*Policy, error){
 		"Compile(nil)": func() (*Policy, error) { return Compile(nil, Flags{}, testEnv) },
@@ -45,18 +57,34 @@ func TestDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := &Policy{
-				Cwd:            "/work/proj",
-				Home:           "/home/u",
-				AllowWrite:     []Rule{{Path: "/work/proj", Origin: OriginDefault}},
-				Protected:      protectedTable,
-				ProtectedDepth: 3,
+			checkInvariants(t, p)
+			if want := []Rule{{Path: "/work/proj", Origin: OriginDefault}}; !reflect.DeepEqual(p.AllowWrite, want) {
+				t.Errorf("AllowWrite = %+v, want %+v", p.AllowWrite, want)
 			}
-			if !reflect.DeepEqual(p, want) {
-				t.Errorf("default policy =\n%+v\nwant\n%+v", p, want)
+			if !reflect.DeepEqual(p.Protected, protectedTable) || p.ProtectedDepth != 3 {
+				t.Errorf("Protected = %d entries, depth %d; want the whole table, depth 3", len(p.Protected), p.ProtectedDepth)
+			}
+			if len(own(p.DenyRead)) != 0 || len(p.DenyRead) != secretRuleCount() {
+				t.Errorf("DenyRead has %d rules (%d not from the secret table), want the %d of the secret table",
+					len(p.DenyRead), len(own(p.DenyRead)), secretRuleCount())
+			}
+			if len(p.AllowRead)+len(p.DenyWrite)+len(p.EnvVars)+len(p.PassEnv)+len(p.Profiles) != 0 ||
+				len(p.Network.AllowedDomains)+len(p.Network.DeniedDomains) != 0 {
+				t.Errorf("default policy has rules beyond the tables: %+v", p)
+			}
+			if want := []IgnoreFile{{Name: ".moatignore", Origin: "default: moat's ignore file"}}; !reflect.DeepEqual(p.IgnoreFiles, want) {
+				t.Errorf("IgnoreFiles = %+v", p.IgnoreFiles)
 			}
 		})
 	}
+}
+
+func secretRuleCount() int {
+	n := 0
+	for _, s := range secretTable {
+		n += len(secretPaths(s))
+	}
+	return n
 }
 
 func TestSettingsHaveNoImplicitCwd(t *testing.T) {
@@ -81,8 +109,8 @@ func TestPathExpansion(t *testing.T) {
 	}{
 		{raw: "~", want: "/home/u"},
 		{raw: "~/", want: "/home/u"},
-		{raw: "~/.ssh", want: "/home/u/.ssh"},
-		{raw: "~/.ssh/../.aws", want: "/home/u/.aws"},
+		{raw: "~/.sshx", want: "/home/u/.sshx"},
+		{raw: "~/.ssh/../.awsx", want: "/home/u/.awsx"},
 		{raw: ".", want: "/work/proj"},
 		{raw: "./src/", want: "/work/proj/src"},
 		{raw: "src", want: "/work/proj/src"},
@@ -128,7 +156,7 @@ func TestPathExpansion(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkInvariants(t, p)
-			r := p.DenyRead[0]
+			r := own(p.DenyRead)[0]
 			if r.Path != tt.want || r.Glob != tt.glob || r.Origin != "flag --deny-read" {
 				t.Errorf("got %+v, want path %q glob %v", r, tt.want, tt.glob)
 			}
@@ -158,7 +186,7 @@ func TestReadPrecedenceDataPreserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := mustCompile(t, s, Flags{})
-	if got, want := paths(p.DenyRead), []string{"/home", "/work/proj/secrets", "/work/proj/**/.env"}; !reflect.DeepEqual(got, want) {
+	if got, want := paths(own(p.DenyRead)), []string{"/home", "/work/proj/secrets", "/work/proj/**/.env"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("DenyRead = %v, want %v", got, want)
 	}
 	if got, want := paths(p.AllowRead), []string{"/work/proj"}; !reflect.DeepEqual(got, want) {
@@ -166,29 +194,30 @@ func TestReadPrecedenceDataPreserved(t *testing.T) {
 	}
 	// The more specific deny inside the re-allowed area must still be there, as
 	// its own rule with its own origin, for the sandbox to keep it denied.
-	if r := p.DenyRead[1]; r.Origin != "testdata/srt-workspace-only.json:7 filesystem.denyRead[1]" {
+	deny := own(p.DenyRead)
+	if r := deny[1]; r.Origin != "testdata/srt-workspace-only.json:7 filesystem.denyRead[1]" {
 		t.Errorf("origin = %q", r.Origin)
 	}
-	if !p.DenyRead[2].Glob || p.DenyRead[0].Glob {
-		t.Errorf("glob flags = %v %v", p.DenyRead[0].Glob, p.DenyRead[2].Glob)
+	if !deny[2].Glob || deny[0].Glob {
+		t.Errorf("glob flags = %v %v", deny[0].Glob, deny[2].Glob)
 	}
 }
 
 func TestFlagsMerge(t *testing.T) {
-	s := mustParse(t, `{"filesystem": {"allowWrite": ["."], "denyWrite": [".env"], "denyRead": ["~/.ssh"]}}`)
+	s := mustParse(t, `{"filesystem": {"allowWrite": ["."], "denyWrite": [".env"], "denyRead": ["~/private"]}}`)
 	p := mustCompile(t, s, Flags{
 		AllowWrite: []string{"/tmp/out", "."},
 		DenyWrite:  []string{"~/x"},
-		AllowRead:  []string{"~/.ssh/known_hosts"},
-		DenyRead:   []string{"**/*.key", "~/.ssh"},
+		AllowRead:  []string{"~/private/public"},
+		DenyRead:   []string{"**/*.key", "~/private"},
 	})
 	want := map[string][]Rule{
 		"AllowWrite": {{Path: "/work/proj", Origin: "s.json:1 filesystem.allowWrite[0]"}, {Path: "/tmp/out", Origin: "flag --allow-write"}},
 		"DenyWrite":  {{Path: "/work/proj/.env", Origin: "s.json:1 filesystem.denyWrite[0]"}, {Path: "/home/u/x", Origin: "flag --deny-write"}},
-		"AllowRead":  {{Path: "/home/u/.ssh/known_hosts", Origin: "flag --allow-read"}},
-		"DenyRead":   {{Path: "/home/u/.ssh", Origin: "s.json:1 filesystem.denyRead[0]"}, {Path: "/work/proj/**/*.key", Glob: true, Origin: "flag --deny-read"}},
+		"AllowRead":  {{Path: "/home/u/private/public", Origin: "flag --allow-read"}},
+		"DenyRead":   {{Path: "/home/u/private", Origin: "s.json:1 filesystem.denyRead[0]"}, {Path: "/work/proj/**/*.key", Glob: true, Origin: "flag --deny-read"}},
 	}
-	got := map[string][]Rule{"AllowWrite": p.AllowWrite, "DenyWrite": p.DenyWrite, "AllowRead": p.AllowRead, "DenyRead": p.DenyRead}
+	got := map[string][]Rule{"AllowWrite": p.AllowWrite, "DenyWrite": p.DenyWrite, "AllowRead": p.AllowRead, "DenyRead": own(p.DenyRead)}
 	for k := range want {
 		if !reflect.DeepEqual(got[k], want[k]) {
 			t.Errorf("%s =\n%+v\nwant\n%+v", k, got[k], want[k])
@@ -268,7 +297,7 @@ func TestCompileCredentialsAndNetwork(t *testing.T) {
 				{"name": "AWS_SECRET_ACCESS_KEY", "mode": "deny"},
 				{"name": "AWS_SECRET_ACCESS_KEY", "mode": "deny"}
 			],
-			"files": [{"path": "~/.netrc", "mode": "deny"}],
+			"files": [{"path": ".netrc-copy", "mode": "deny"}],
 			"allowPlaintextInject": true
 		},
 		"mandatoryDenySearchDepth": 7
@@ -279,7 +308,7 @@ func TestCompileCredentialsAndNetwork(t *testing.T) {
 		p.EnvVars[1].Origin != "s.json:12 credentials.envVars[1]" {
 		t.Errorf("EnvVars = %+v", p.EnvVars)
 	}
-	if got := paths(p.DenyRead); !reflect.DeepEqual(got, []string{"/home/u/.netrc"}) {
+	if got := paths(own(p.DenyRead)); !reflect.DeepEqual(got, []string{"/work/proj/.netrc-copy"}) {
 		t.Errorf("credential files should be denied for reading: DenyRead = %v", got)
 	}
 	n := p.Network

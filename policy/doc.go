@@ -10,11 +10,7 @@
 // srt's meanings, or fails with an error that names the key it cannot honour.
 // Nothing is silently ignored, and unknown keys are errors. The syntax is JSON
 // with // and /* */ comments and trailing commas (JWCC, parsed with
-// github.com/tailscale/hujson). moat's own settings live under "moat".
-//
-// moat looks for the file given with --settings, else [DefaultUserConfigPath]
-// ($XDG_CONFIG_HOME/moat/config.jsonc, default ~/.config/moat/config.jsonc).
-// Without a file, the built-in default applies (see Defaults).
+// github.com/tailscale/hujson). moat's own settings live under "moat":
 //
 //	{
 //	  // Hide keys; the project stays readable and writable.
@@ -33,8 +29,45 @@
 //	      {"name": "GITHUB_TOKEN", "mode": "mask", "injectHosts": ["api.github.com"]},
 //	    ],
 //	  },
-//	  "moat": {"unprotect": [".vscode"]},
+//	  "moat": {
+//	    "unprotect": [".vscode"],
+//	    "allowSecrets": ["~/.npmrc"], // drop a built-in secret deny, by name
+//	    "passEnv": ["GH_TOKEN", "MYAPP_*"], // keep variables moat would scrub
+//	    "ignoreFiles": [".cursorignore"], // read these besides .moatignore
+//	    "defaultProfiles": ["mywork"],
+//	    "profiles": {
+//	      "mywork": {"extends": ["claude", "go", "registries"], "network": {"allowedDomains": ["*.mycorp.example"]}},
+//	    },
+//	    "trustedProjects": [{"path": "/home/me/proj/.moat.jsonc", "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+//	  },
 //	}
+//
+// # Layers
+//
+// A policy is compiled from layers, weakest first ([CompileLayers]):
+//
+//  1. the built-in default: the secret table, the environment scrubbing table
+//     and the protected paths, always; the current directory writable only
+//     when there is no user config (srt's semantics with one);
+//  2. the user config: the file given with --config, else
+//     [DefaultUserConfigPath] ($XDG_CONFIG_HOME/moat/config.jsonc, default
+//     ~/.config/moat/config.jsonc) if it exists;
+//  3. profiles: the user config's moat.defaultProfiles, then --profile, then a
+//     trusted project file's moat.defaultProfiles;
+//  4. the project file, .moat.jsonc, the nearest from the current directory up
+//     to the root of its git work tree (see Project files);
+//  5. the flags.
+//
+// Every layer only adds rules. Allows are a union, denies are a union, and the
+// rules decide as they always do: the deepest read rule wins (deny on a tie),
+// denyWrite and protected paths beat allowWrite, deniedDomains beat
+// allowedDomains. A stronger layer wins only where one value must be chosen: a
+// credentials.envVars "mask" of a stronger layer replaces a weaker one's (but
+// "deny" beats "mask" from any layer), and mandatoryDenySearchDepth. A path
+// listed twice in one list keeps the origin of its weakest layer. Every rule keeps
+// an Origin: "default: credential store (~/.ssh: SSH private keys)",
+// "config.jsonc:12 filesystem.denyRead[2]", "profile claude
+// (profiles/claude.jsonc:9 filesystem.allowWrite[0])", "flag --deny-read".
 //
 // # Use
 //
@@ -45,7 +78,19 @@
 //	pol, err := policy.Compile(s, policy.Flags{DenyRead: []string{"~/.kube"}},
 //		policy.Env{Cwd: cwd, Home: home})
 //
-// Compile(nil, flags, env) compiles the built-in default instead of a file.
+// Compile(nil, flags, env) compiles the built-in default instead of a file;
+// Compile(s, f, env) is CompileLayers(Layers{User: s, Flags: f}, env). With every
+// layer:
+//
+//	pol, err := policy.CompileLayers(policy.Layers{
+//		User: user, UserPath: userPath, // nil when there is no user config
+//		Profiles: []string{"claude"},   // --profile
+//		Project: proj, ProjectPath: "/home/me/proj/.moat.jsonc",
+//		Flags: policy.Flags{AllowNet: []string{"api.github.com"}},
+//	}, policy.Env{Cwd: cwd, Home: home, RuntimeDir: os.Getenv("XDG_RUNTIME_DIR")})
+//	env, removed := pol.FilterEnv(os.Environ()) // removed: names and rules, never values
+//	v := pol.ExplainPath("/home/me/.ssh/id_rsa")   // v.Read false, v.ReadRule, v.ReadHint
+//	h := pol.ExplainHost("api.github.com", 443)    // h.Allowed, h.Rule, h.Reason, h.Hint
 //
 // # filesystem
 //
@@ -166,6 +211,114 @@
 //     protected path writable. Workspace entries are written as in the table
 //     (".vscode", ".git/config"), home entries with "~/" ("~/.bashrc"); anything
 //     else is an error that lists the names.
+//   - allowSecrets []name: secret table entries to drop, by name as in the table
+//     ("~/.ssh", "~/.npmrc", ".env", ".env.*"); anything else is an error with a
+//     did-you-mean hint. The only way to re-open a table entry's own path.
+//   - passEnv []pattern: environment variables the scrubbing table leaves in
+//     place: a name, or a pattern in which * is any run of characters ("MYAPP_*").
+//     Case-sensitive. "*" alone is refused.
+//   - ignoreFiles []name: ignore files to read besides .moatignore (a plain file
+//     name: ".cursorignore", ".geminiignore", ".aiexclude").
+//   - defaultProfiles []name: profiles applied without --profile.
+//   - profiles {name: profile}: the user's profiles (user config only); see
+//     Profiles.
+//   - trustedProjects [{path, sha256}]: project files allowed to widen the policy
+//     (user config only); see Project files. path is absolute; sha256 is 64 hex
+//     digits.
+//
+// # Secret table
+//
+// The base layer of every policy, with or without a settings file: denyRead
+// rules for the credential stores and private data in [SecretTable], each with a
+// reason (secrets.go): SSH and GPG keys; AWS, Azure, Google Cloud and Kubernetes
+// credentials; ~/.docker/config.json, ~/.netrc, ~/.git-credentials; the GitHub and
+// GitLab CLIs' tokens; npm, yarn, PyPI, cargo, gem, Maven and Gradle tokens; pass,
+// GNOME keyring, KWallet, 1Password CLI, Vault, Terraform, rclone, s3cmd, boto and
+// sops; the X11 cookie; the coding agents' own logins (each agent's profile
+// re-opens its own); browser and mail profiles; shell and REPL histories. In the
+// workspace: ".env" and ".env.*" in the current directory and up to three levels
+// below it ("*/.env", "*/*/.env", "*/*/*/.env"), a depth that keeps the sandbox
+// from walking the whole tree at start; a deeper .env is not covered. ".env.*"
+// also hides templates such as .env.example.
+//
+// A user's settings only add to the table. An allowRead deeper than an entry
+// re-opens that path ("~/.ssh/known_hosts"); on the entry's own path the deny
+// wins, as every tie does, so the whole entry is dropped only by name with
+// moat.allowSecrets. Origins read "default: credential store (~/.ssh: SSH
+// private keys)"; [SecretName] maps one back to its name.
+//
+// # Environment
+//
+// [Policy.FilterEnv] applies, in order: credentials.envVars ("deny" removes the
+// variable, "mask" replaces its value with "moat-masked-NAME"); then passEnv
+// (moat.passEnv of any layer, --pass-env); then the scrubbing table
+// ([EnvScrubTable], envscrub.go), which removes variables by name pattern,
+// without regard to case: names that say secret (*_TOKEN, *SECRET*, *_KEY,
+// *_KEYS, *API_KEY*, *PASSWORD*, *_PASS, *_PWD, *CREDENTIAL*, *WEBHOOK*, *_DSN,
+// DATABASE_URL, ...), providers' prefixes (AWS_*, AZURE_*, GH_*, GCLOUD_*,
+// CLOUDSDK_*, VAULT_*, GITHUB_TOKEN, KUBECONFIG), and handles on the user's
+// session: SSH_AUTH_SOCK, GPG_AGENT_INFO, DBUS_SESSION_BUS_ADDRESS, DOCKER_HOST,
+// KRB5CCNAME, DISPLAY, WAYLAND_DISPLAY, XAUTHORITY, the askpass programs, VS
+// Code's sockets, TMUX and STY. XDG_RUNTIME_DIR stays: the sandbox gives it a
+// private, empty directory. The removals name the variable and the rule, never
+// the value. [Policy.ExplainEnv] explains one name.
+//
+// # Profiles
+//
+// A profile is a named set of rules in the settings schema, plus "description"
+// and "extends" (profiles applied before it). Built in (profiles/*.jsonc, every
+// entry with a comment giving its reason; [BuiltinProfiles]):
+//
+//   - claude, codex, gemini, opencode, cursor (Cursor's CLI agent): the agent's
+//     state directories writable (moat.unprotect of its home entry where the
+//     protected table has one) with the files that run code kept read-only
+//     (denyWrite: settings with hooks and MCP servers, commands, skills, plugins),
+//     its login re-opened (moat.allowSecrets), its API hosts allowed, its API key
+//     variables passed. Auto-update directories are never writable.
+//   - node, python, go, rust: the toolchain's caches writable; no network.
+//   - node-registry, python-registry, go-registry, rust-registry: the public
+//     registry hosts; registries extends all four. An opt-in, apart from the
+//     toolchain groups.
+//
+// User profiles live under "moat": {"profiles": {NAME: {...}}} in the user
+// config, with the same keys (filesystem, network, credentials, and moat's
+// unprotect, allowSecrets, passEnv, ignoreFiles). Names are lower-case letters,
+// digits, '-' and '_'; a user profile may not take a built-in name (extend it
+// instead). An unknown name in extends, defaultProfiles or --profile, and a cycle
+// of extends, are [ErrProfile] errors with the file, line and key, and a hint
+// listing the profiles. Profiles combine: each applies once, its extends first,
+// and their rules add up; denies of any layer still win. Rules of a profile have
+// origins "profile NAME (FILE:LINE KEY)".
+//
+// # Project files
+//
+// The project's .moat.jsonc comes with the repository, which may be hostile.
+// Relative paths in it are relative to its own directory. Untrusted, it may only
+// tighten: denyRead, denyWrite, deniedDomains (and their reasons),
+// credentials.envVars with mode "deny", credentials.files, ignoreFiles,
+// strictAllowlist, and a mandatoryDenySearchDepth at least the current one. A
+// widening key (filesystem.allowRead, allowWrite, network.allowedDomains,
+// allowUnixSockets, allowAllUnixSockets, allowLocalBinding, credentials.envVars
+// with mode "mask", allowPlaintextInject, ignoreViolations, a smaller
+// mandatoryDenySearchDepth, moat.unprotect, allowSecrets, passEnv,
+// defaultProfiles) is an [ErrUntrusted] error naming the file, line and key,
+// whose hint gives the exact entry that trusts the file:
+//
+//	"moat": {"trustedProjects": [{"path": "/home/me/proj/.moat.jsonc", "sha256": "<hex of the file>"}]}
+//
+// in the user config. Trust is by absolute path and the SHA-256 of the file's
+// bytes ([Settings.SHA256]); any change to the file revokes it, and the error then
+// says the file changed. moat.trustedProjects and moat.profiles are refused in a
+// project file even when it is trusted.
+//
+// # Ignore files
+//
+// Policy.IgnoreFiles names the ignore files to read: .moatignore always, and
+// those enabled by moat.ignoreFiles. They use gitignore syntax, are looked for in
+// the workspace and every directory below it, and the existing paths they match
+// are to be made unreadable and unwritable (moat's internal/ignorefile finds
+// them). Files created after the sandbox starts are not covered: the matching
+// is done once, at start.
 //
 // # Protected paths
 //
@@ -174,20 +327,49 @@
 // shell, git, editor or agent. [Policy.Protected] is the table in protected.go
 // (each entry with its reason) minus moat.unprotect. Workspace entries (.git/hooks,
 // .git/config, .gitmodules, .vscode, .idea, .devcontainer, .envrc, .husky,
-// .mcp.json, .claude, .codex, .cursor, .gemini, .agents) apply below every
-// writable root; home entries (.bashrc, .profile, .zshrc, .gitconfig, .ssh,
-// .config/git, .config/fish, .local/bin, ... ) apply when they would be writable.
+// .mcp.json, .claude, .codex, .cursor, .gemini, .agents, and moat's own
+// .moatignore and .moat.jsonc) apply below every writable root; home entries
+// (.bashrc, .profile, .zshrc, .gitconfig, .ssh, .config/git, .config/fish,
+// .local/bin, ... ) apply when they would be writable.
 //
 // # Defaults and flags
 //
-// Without a settings file ([Default], or Compile with nil settings): the current
-// directory is writable, everything else readable and nothing else writable,
-// every protected path is in force, no environment variable is touched and there
-// is no network. With a settings file, srt's semantics apply exactly and nothing
-// is implied. The flags --allow-read, --deny-read, --allow-write and --deny-write
-// (repeatable) add rules on top of either, with the same path rules as the file;
-// their errors name the flag. A path listed twice in one list keeps its first
-// origin. A path in both allowWrite and denyWrite is fine: denyWrite wins.
+// Without a user config ([Default], or Compile with nil settings): the current
+// directory is writable, everything else readable except the secret table, and
+// nothing else writable; every protected path is in force; secret-looking
+// variables are scrubbed; no host is allowed. With a user config, srt's semantics
+// apply to what it lists and nothing is implied (the current directory is
+// writable only if listed), while the secret table, the scrubbing table and the
+// protected paths still apply.
+//
+// The flags (each repeatable, the strongest layer): --allow-read, --deny-read,
+// --allow-write and --deny-write take paths as the file does; --allow-net and
+// --deny-net take domain patterns as allowedDomains and deniedDomains do
+// ("HOST", "*.HOST", "HOST:PORT"; --deny-net also "*" and "*:PORT");
+// --pass-env takes passEnv patterns. Their errors name the flag. A path in both
+// allowWrite and denyWrite is fine: denyWrite wins.
+//
+// # Explanations
+//
+// [Policy.ExplainPath] says whether a path could be read and written and which
+// rule decides, following the sandbox's planner: the deepest of denyRead,
+// allowRead and allowWrite decides readability (deny wins a tie; allowWrite makes
+// readable), an allowWrite at or above a readable path makes it writable unless a
+// denyWrite or a protected entry is at or above it, and the private directories
+// (/tmp, /var/tmp, /run, /var/run and Env.RuntimeDir; [Policy.PrivateDirs]) hide
+// the host's content. A glob counts at the shallowest ancestor it matches. It
+// works on the path as given; [Policy.Resolve] resolves rule paths as the
+// sandbox does. Hints say how to change each verdict: --allow-read for a path
+// deeper than its deny, moat.allowSecrets for a secret table entry,
+// moat.unprotect for a protected path, --allow-write.
+//
+// [Policy.ExplainHost] decides a connection: deniedDomains first (the first
+// match denies, with its deniedDomainReasons), then allowedDomains; nothing else
+// is allowed. A denial's hint names --allow-net HOST:PORT, the allowedDomains
+// entry for the user config, and the built-in profiles that allow the host. The
+// network layer uses it as its single source of truth; it judges names as
+// written, and the network layer still refuses a name that resolves to an
+// address it must not reach.
 //
 // # Checks
 //
@@ -200,14 +382,17 @@
 // variable twice with different settings; injectHosts with mode "deny", empty, or
 // not covered by allowedDomains; deniedDomainReasons keys that match no
 // deniedDomains entry; unprotect names not in the table; and every srt key moat
-// cannot honour set to anything but its harmless default. Compile adds the checks
-// that depend on the directories: ".." climbing above "/", and that Cwd and Home
-// are absolute.
+// cannot honour set to anything but its harmless default; moat's keys (names in
+// allowSecrets, unprotect and ignoreFiles, passEnv patterns, profile names, extends
+// and its cycles, trustedProjects entries). Compile adds the checks that depend on
+// the directories and the other layers: ".." climbing above "/", that Cwd and
+// Home are absolute, the names of defaultProfiles and --profile, and the project
+// file's trust.
 //
 // Errors read "settings.json:12:5: filesystem.denyRead[2]: path "a\x00b" contains
 // a NUL byte"; Hint says what to do. errors.Is tells the class: [ErrSyntax],
 // [ErrUnknownKey], [ErrDuplicate], [ErrType], [ErrValue], [ErrPath], [ErrDomain],
-// [ErrUnsupported], [ErrConflict], [ErrEnv].
+// [ErrUnsupported], [ErrConflict], [ErrEnv], [ErrProfile], [ErrUntrusted].
 //
 // # Limitations
 //
@@ -216,6 +401,16 @@
 //   - Masking file contents, structured (extract, decode) masking, external or
 //     upstream proxies and TLS termination are not supported.
 //   - Columns count bytes, not characters.
-//   - Until moat's network layer lands, the network settings are checked but the
-//     sandbox has no network at all.
+//   - Glob rules, ignore files and the workspace's .env files cover the paths that
+//     exist when the sandbox starts; files created later are not covered. .env
+//     files more than three levels below the current directory are not denied.
+//   - A denyWrite (in a profile too) of a path that does not exist at start is not
+//     enforced: the sandbox has nothing to make read-only, so the command can
+//     create it. Protected table entries do get a placeholder.
+//   - Agent profiles make the agent's state writable; some state files also hold
+//     settings a later run outside moat obeys (~/.claude.json's user MCP servers,
+//     ~/.cursor/cli-config.json's permissions). Toolchain groups make shared
+//     caches writable, which later builds outside moat read.
+//   - ExplainPath is lexical: it does not follow a workspace's .git file to a
+//     worktree's real git directory, nor see which rule paths exist.
 package policy

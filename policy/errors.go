@@ -21,6 +21,8 @@ var (
 	ErrUnsupported = errors.New("not supported by moat")
 	ErrConflict    = errors.New("conflicting settings")
 	ErrEnv         = errors.New("invalid environment")
+	ErrProfile     = errors.New("invalid profile")
+	ErrUntrusted   = errors.New("untrusted project setting")
 )
 
 // Error is a settings or flag error with where it was found and what to do about it.

@@ -32,10 +32,14 @@ func ExampleCompile() {
 		rules []policy.Rule
 	}{{"deny read", pol.DenyRead}, {"allow read", pol.AllowRead}, {"allow write", pol.AllowWrite}, {"deny write", pol.DenyWrite}} {
 		for _, r := range list.rules {
+			if _, builtin := policy.SecretName(r.Origin); builtin && r.Path != "/home/me/.ssh" {
+				continue // the built-in secret table: print one entry of it
+			}
 			fmt.Printf("%-11s %-25s glob=%-5v %s\n", list.name, r.Path, r.Glob, r.Origin)
 		}
 	}
 	// Output:
+	// deny read   /home/me/.ssh             glob=false default: credential store (~/.ssh: SSH private keys)
 	// deny read   /home                     glob=false settings.json:4 filesystem.denyRead[0]
 	// deny read   /home/me/proj/**/.env     glob=true  settings.json:4 filesystem.denyRead[1]
 	// allow read  /home/me/proj             glob=false settings.json:5 filesystem.allowRead[0]

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
@@ -17,12 +19,34 @@ import (
 // *Error naming the file, line, column and key.
 func Parse(name string, data []byte) (*Settings, error) {
 	p := &parser{file: name, data: data, s: &Settings{File: name}}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	return p.s, nil
+}
+
+// parseProfile parses a profile file: the settings schema for rules plus
+// "description" and "extends" at the top.
+func parseProfile(file, name string, data []byte) (*Profile, error) {
+	prof := &Profile{Name: name, Builtin: true, Pos: Pos{Line: 1, Col: 1}}
+	p := &parser{file: file, data: data, s: &Settings{File: file}, prof: prof}
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	prof.Settings = p.s
+	return prof, nil
+}
+
+func (p *parser) parse() error {
+	name, data := p.file, p.data
+	sum := sha256.Sum256(data)
+	p.s.SHA256 = hex.EncodeToString(sum[:])
 	if len(data) > maxSettingsSize {
-		return nil, &Error{File: name, Err: errf(ErrValue, "settings file is larger than %d bytes", maxSettingsSize),
-			HintText: "a settings file is a few kilobytes; check that --settings names the right file"}
+		return &Error{File: name, Err: errf(ErrValue, "settings file is larger than %d bytes", maxSettingsSize),
+			HintText: "a settings file is a few kilobytes; check that --config names the right file"}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &Error{File: name, Line: 1, Col: 1, Err: errf(ErrSyntax, "settings file is empty"),
+		return &Error{File: name, Line: 1, Col: 1, Err: errf(ErrSyntax, "settings file is empty"),
 			HintText: "write {} for a file with no settings"}
 	}
 	end := p.pos(node{v: &hujson.Value{StartOffset: len(data)}})
@@ -43,17 +67,18 @@ func Parse(name string, data []byte) (*Settings, error) {
 				e.Line, e.Col = end.Line, end.Col // at the newline added above
 			}
 		}
-		return nil, e
+		return e
 	}
 	if err := p.object(node{v: &v}, p.topFields()); err != nil {
-		return nil, err
+		return err
 	}
-	for _, check := range p.later {
-		if err := check(); err != nil {
-			return nil, err
+	// Checks may add checks (a profile's own), so the list can grow while it runs.
+	for i := 0; i < len(p.later); i++ {
+		if err := p.later[i](); err != nil {
+			return err
 		}
 	}
-	return p.s, nil
+	return nil
 }
 
 var hujsonPos = regexp.MustCompile(`(?s)^hujson: line (\d+), column (\d+): (.*)$`)
@@ -62,6 +87,7 @@ type parser struct {
 	file  string
 	data  []byte
 	s     *Settings
+	prof  *Profile       // set while parsing a profile's body
 	later []func() error // checks that need the whole file
 
 	lineStarts []int          // offsets where each line begins, built on first use
@@ -186,6 +212,10 @@ func (p *parser) object(n node, fields []field) error {
 		if f == nil {
 			return p.unknown(nameNode, name, fields)
 		}
+		if p.s.keys == nil {
+			p.s.keys = map[string]Pos{}
+		}
+		p.s.keys[k] = p.pos(nameNode)
 		if err := f.fn(node{v: &m.Value, key: k}); err != nil {
 			return err
 		}

@@ -27,6 +27,8 @@ var protectedTable = []Protected{
 	{Name: ".cursor", Dir: true, Where: WhereWorkspace, Reason: "Cursor rules, MCP servers and hooks"},
 	{Name: ".gemini", Dir: true, Where: WhereWorkspace, Reason: "Gemini CLI settings, MCP servers and sandbox settings"},
 	{Name: ".agents", Dir: true, Where: WhereWorkspace, Reason: "agent skills and instructions that other agents load and run"},
+	{Name: ".moatignore", Where: WhereWorkspace, Reason: "moat's ignore file: removing a line would expose the path on the next run"},
+	{Name: ".moat.jsonc", Where: WhereWorkspace, Reason: "moat's project settings: the sandbox must not change its own next policy"},
 
 	// Home: read by the user's shell, git, ssh, editors and session manager.
 	{Name: ".bashrc", Where: WhereHome, Reason: "sourced by every interactive bash"},

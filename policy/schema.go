@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -12,16 +14,16 @@ import (
 // cannot honour are in srt.go's unsupportedKeys.
 
 func (p *parser) topFields() []field {
-	return []field{
-		{"filesystem", func(n node) error { return p.object(n, p.filesystemFields()) }},
-		{"network", func(n node) error { return p.object(n, p.networkFields()) }},
-		{"credentials", func(n node) error { return p.object(n, p.credentialFields()) }},
-		{"ignoreViolations", p.ignoreViolations},
-		{"mandatoryDenySearchDepth", func(n node) (err error) {
+	if p.prof != nil {
+		return p.profileFields()
+	}
+	return append(p.ruleFields(),
+		field{"ignoreViolations", p.ignoreViolations},
+		field{"mandatoryDenySearchDepth", func(n node) (err error) {
 			p.s.MandatoryDenySearchDepth, err = p.integer(n, 1, 10)
 			return err
 		}},
-		{"git", func(n node) error {
+		field{"git", func(n node) error {
 			return p.object(n, []field{p.unsupported("safeDirectories", "git.safeDirectories")})
 		}},
 		p.unsupported("enableWeakerNestedSandbox", "enableWeakerNestedSandbox"),
@@ -34,7 +36,16 @@ func (p *parser) topFields() []field {
 		p.unsupported("socatPath", "socatPath"),
 		p.unsupported("javaAgentJarPath", "javaAgentJarPath"),
 		p.unsupported("windows", "windows"),
-		{"moat", func(n node) error { return p.object(n, p.moatFields()) }},
+		field{"moat", func(n node) error { return p.object(n, p.moatFields()) }},
+	)
+}
+
+// ruleFields are the top-level keys a profile shares with a settings file.
+func (p *parser) ruleFields() []field {
+	return []field{
+		{"filesystem", func(n node) error { return p.object(n, p.filesystemFields()) }},
+		{"network", func(n node) error { return p.object(n, p.networkFields()) }},
+		{"credentials", func(n node) error { return p.object(n, p.credentialFields()) }},
 	}
 }
 
@@ -109,22 +120,146 @@ func (p *parser) credentialFields() []field {
 	}
 }
 
+// moatFields are the keys of the "moat" object. A profile has only the ones
+// that shape rules; profiles, defaultProfiles and trustedProjects belong to
+// the user config.
 func (p *parser) moatFields() []field {
-	return []field{
-		{"unprotect", func(n node) error {
-			items, err := p.strings(n, `[".vscode", "~/.bashrc"]`)
+	m := &p.s.Moat
+	checked := func(name string, dst *[]Item, example string, check func(string) *problem) field {
+		return field{name, func(n node) error {
+			items, err := p.strings(n, example)
 			if err != nil {
 				return err
 			}
 			for _, it := range items {
-				if pr := checkUnprotect(it.Value); pr != nil {
+				if pr := check(it.Value); pr != nil {
 					return p.failAt(it.Pos, pr)
 				}
 			}
-			p.s.Moat.Unprotect = items
+			*dst = items
+			return nil
+		}}
+	}
+	fields := []field{
+		checked("unprotect", &m.Unprotect, `[".vscode", "~/.bashrc"]`, checkUnprotect),
+		checked("allowSecrets", &m.AllowSecrets, `["~/.npmrc", ".env"]`, checkSecretName),
+		checked("passEnv", &m.PassEnv, `["GH_TOKEN", "MYAPP_*"]`, checkPassEnv),
+		checked("ignoreFiles", &m.IgnoreFiles, `[".cursorignore", ".aiexclude"]`, checkIgnoreFileName),
+	}
+	if p.prof != nil {
+		return fields
+	}
+	return append(fields,
+		checked("defaultProfiles", &m.DefaultProfiles, `["claude", "node"]`, checkProfileName),
+		field{"profiles", p.profiles},
+		field{"trustedProjects", func(n node) error {
+			return p.array(n, `[{"path": "/home/me/proj/.moat.jsonc", "sha256": "..."}]`, p.trustedProject)
+		}},
+	)
+}
+
+// profileFields are the top-level keys of a profile.
+func (p *parser) profileFields() []field {
+	return append(p.ruleFields(),
+		field{"description", func(n node) (err error) {
+			p.prof.Description, err = p.str(n)
+			return err
+		}},
+		field{"extends", func(n node) error {
+			items, err := p.strings(n, `["claude", "node"]`)
+			if err != nil {
+				return err
+			}
+			for _, it := range items {
+				if pr := checkProfileName(it.Value); pr != nil {
+					return p.failAt(it.Pos, pr)
+				}
+			}
+			p.prof.Extends = items
+			return nil
+		}},
+		field{"moat", func(n node) error { return p.object(n, p.moatFields()) }},
+	)
+}
+
+// profiles parses "moat": {"profiles": {NAME: PROFILE, ...}}: each profile in the
+// profile schema, its keys under moat.profiles.NAME.
+func (p *parser) profiles(n node) error {
+	obj, ok := n.v.Value.(*hujson.Object)
+	if !ok {
+		return p.typeErr(n, "an object", `{"mywork": {"extends": ["claude", "node"]}}`)
+	}
+	seen := map[string]bool{}
+	for i := range obj.Members {
+		m := &obj.Members[i]
+		name, err := p.str(node{v: &m.Name, key: n.key})
+		if err != nil {
+			return err
+		}
+		kn := node{v: &m.Name, key: joinKey(n.key, name)}
+		if pr := checkProfileName(name); pr != nil {
+			return p.failp(kn, pr)
+		}
+		if seen[name] {
+			return p.fail(kn, errf(ErrDuplicate, "profile %q is defined twice", name), "merge the two definitions")
+		}
+		seen[name] = true
+		prof := &Profile{Name: name, Pos: p.pos(kn)}
+		sub := &parser{file: p.file, data: p.data, s: &Settings{File: p.file, SHA256: p.s.SHA256}, prof: prof}
+		if err := sub.object(node{v: &m.Value, key: kn.key}, sub.profileFields()); err != nil {
+			return err
+		}
+		prof.Settings = sub.s
+		p.later = append(p.later, sub.later...)
+		p.s.Moat.Profiles = append(p.s.Moat.Profiles, prof)
+	}
+	p.later = append(p.later, func() error {
+		if err := checkProfileGraph(p.s.Moat.Profiles); err != nil {
+			err.File = p.file
+			return err
+		}
+		return nil
+	})
+	return nil
+}
+
+func (p *parser) trustedProject(i int, n node) error {
+	tp := TrustedProject{Pos: p.pos(n)}
+	fields := []field{
+		{"path", func(n node) error {
+			s, err := p.str(n)
+			if err != nil {
+				return err
+			}
+			if !filepath.IsAbs(s) || strings.IndexByte(s, 0) >= 0 {
+				return p.fail(n, errf(ErrPath, "trusted project path %q is not absolute", s),
+					"write the absolute path of the project's .moat.jsonc, as 'moat policy' prints it")
+			}
+			tp.Path = filepath.Clean(s)
+			return nil
+		}},
+		{"sha256", func(n node) error {
+			s, err := p.str(n)
+			if err != nil {
+				return err
+			}
+			s = strings.ToLower(s)
+			if _, herr := hex.DecodeString(s); herr != nil || len(s) != 64 {
+				return p.fail(n, errf(ErrValue, "%q is not a SHA-256 in hex (64 hex digits)", s),
+					"copy the hash from moat's error message, or run: sha256sum .moat.jsonc")
+			}
+			tp.SHA256 = s
 			return nil
 		}},
 	}
+	if err := p.object(n, fields); err != nil {
+		return err
+	}
+	if err := p.required(n, "path", "sha256"); err != nil {
+		return err
+	}
+	p.s.Moat.TrustedProjects = append(p.s.Moat.TrustedProjects, tp)
+	return nil
 }
 
 // checkUnprotect checks that name is a protected table entry: "NAME" for a

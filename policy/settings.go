@@ -28,6 +28,13 @@ type Settings struct {
 	MandatoryDenySearchDepth int
 
 	Moat MoatSettings
+
+	// SHA256 is the hex SHA-256 of the bytes given to Parse. A project file is
+	// trusted by this hash (see moat.trustedProjects).
+	SHA256 string
+
+	// keys maps each key path written in the file to where the key is written.
+	keys map[string]Pos
 }
 
 // Pos is where a value was written.
@@ -77,6 +84,41 @@ type MoatSettings struct {
 	// Unprotect names protected table entries to drop: ".vscode" for a workspace
 	// entry, "~/.bashrc" for a home entry.
 	Unprotect []Item
+	// AllowSecrets names entries of the built-in credential deny table to drop:
+	// "~/.npmrc", ".env".
+	AllowSecrets []Item
+	// PassEnv are environment variable names or patterns ("GH_TOKEN", "MY_*")
+	// that the built-in scrubbing table leaves in place.
+	PassEnv []Item
+	// IgnoreFiles are the names of ignore files read besides .moatignore, such
+	// as ".cursorignore".
+	IgnoreFiles []Item
+	// DefaultProfiles are the profiles applied without --profile.
+	DefaultProfiles []Item
+	// Profiles are the profiles this file defines (user config only).
+	Profiles []*Profile
+	// TrustedProjects are the project files allowed to widen the policy, each
+	// by path and content hash (user config only).
+	TrustedProjects []TrustedProject
+}
+
+// Profile is a named, reusable set of rules: built in (profiles/*.jsonc) or
+// defined under "moat": {"profiles": {...}} in the user config.
+type Profile struct {
+	Name        string
+	Description string
+	Extends     []Item // names of the profiles this one builds on, applied first
+	// Settings holds the profile's rules, in the settings file schema.
+	Settings *Settings
+	Builtin  bool
+	Pos
+}
+
+// TrustedProject is one moat.trustedProjects entry.
+type TrustedProject struct {
+	Path   string // absolute and clean
+	SHA256 string // lower-case hex
+	Pos
 }
 
 // Credential modes.
@@ -97,7 +139,7 @@ func LoadFile(path string) (*Settings, error) {
 			err = pe.Err // the path is already in Error.File
 		}
 		return nil, &Error{File: path, Err: fmt.Errorf("read settings: %w", err),
-			HintText: "check the path given with --settings, or remove the flag to use the built-in default"}
+			HintText: "check the path given with --config, or remove the flag to use the built-in default"}
 	}
 	return Parse(path, data)
 }
