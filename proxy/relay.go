@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// tunnel relays between client and up once the client's first bytes pass: a TLS
+// ClientHello must name the destination. pre holds client bytes the handshake
+// parser already buffered. Both directions are copied with io.Copy between the
+// connections themselves, so two *net.TCPConn use splice(2); EOF in one
+// direction half-closes the other side's write half, an error closes both.
+// The caller closes both connections afterwards.
+func (s *Server) tunnel(proto string, client, up net.Conn, pre []byte, d *dest, ap netip.AddrPort) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := io.Copy(client, up)
+		finish(client, up, err)
+	}()
+	fwd, r, err := s.firstBytes(client, pre, d)
+	if r != nil {
+		r.addr = ap.String()
+		s.logRefusal(proto, r)
+		client.Close()
+		up.Close()
+		<-done
+		return
+	}
+	if len(fwd) > 0 {
+		_, err = up.Write(fwd)
+	}
+	if err == nil {
+		_, err = io.Copy(up, client)
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	finish(up, client, err)
+	<-done
+}
+
+// finish ends one direction of a relay into dst: a clean EOF half-closes dst,
+// an error closes both connections so the other direction ends too.
+func finish(dst, src net.Conn, err error) {
+	if err == nil {
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			return
+		}
+	}
+	dst.Close()
+	src.Close()
+}
+
+// firstBytes reads the client's first bytes (pre, or one byte read now; no
+// deadline: a quiet client on an established tunnel is fine) and, when they
+// start a TLS handshake record, the whole ClientHello, under the handshake
+// timeout. It returns the bytes to forward, or a refusal.
+func (s *Server) firstBytes(client net.Conn, pre []byte, d *dest) ([]byte, *refusal, error) {
+	for len(pre) == 0 {
+		var b [1]byte
+		n, err := client.Read(b[:])
+		if n > 0 {
+			pre = b[:n]
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if pre[0] != recordTypeHandshake {
+		return pre, nil, nil
+	}
+	client.SetReadDeadline(time.Now().Add(s.handshakeTimeout()))
+	defer client.SetReadDeadline(time.Time{})
+	br := bytes.NewReader(pre)
+	raw, body, err := readClientHello(io.MultiReader(br, client))
+	rest := pre[len(pre)-br.Len():]
+	var sni string
+	var has bool
+	if err == nil {
+		sni, has, err = parseClientHello(body)
+	}
+	if err != nil {
+		return nil, &refusal{reason: ReasonBadTLS, host: d.eventHost(), port: d.port, detail: err.Error(),
+			hint: "a tunnel whose first byte is 0x16 must start with a TLS ClientHello"}, nil
+	}
+	if r := s.checkSNI(d, sni, has); r != nil {
+		return nil, r, nil
+	}
+	return append(raw, rest...), nil, nil
+}
+
+// checkSNI: for a destination asked for by name, the ClientHello must name that
+// host. For an IP literal (allowed itself or mapped back to a name), a
+// ClientHello without a name passes, and one with a name passes when the name
+// is the literal, the mapped name, or a host Check allows on the port.
+func (s *Server) checkSNI(d *dest, sni string, has bool) *refusal {
+	r := &refusal{reason: ReasonSNIMismatch, host: d.eventHost(), port: d.port,
+		hint: "the TLS server name must be the host the tunnel was opened for"}
+	if !has {
+		if !d.ip.IsValid() {
+			r.detail = "ClientHello without a server name, tunnel opened for " + d.host
+			return r
+		}
+		return nil
+	}
+	h, _, err := canonHost(sni)
+	if err != nil {
+		r.detail = "ClientHello server name: " + err.Error()
+		return r
+	}
+	if h == d.host || h == d.name {
+		return nil
+	}
+	if !d.ip.IsValid() {
+		r.detail = "ClientHello names " + h + ", tunnel opened for " + d.host
+		return r
+	}
+	if dec := s.Check(h, d.port); !dec.Allow {
+		r.detail = "ClientHello names " + h + ", which the policy refuses, tunnel opened for " + d.host
+		r.rule, r.hint = dec.Rule, dec.Hint
+		return r
+	}
+	return nil
+}
