@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/moat-sandbox/moat/internal/spec"
 	"github.com/moat-sandbox/moat/policy"
+	"github.com/moat-sandbox/moat/proxy"
 )
 
 // Cmd is a command to run in a sandbox, in the manner of os/exec.Cmd.
@@ -31,6 +31,14 @@ type Cmd struct {
 	Stdout, Stderr io.Writer
 	// Debug, when set, receives a description of the sandbox as it is built.
 	Debug io.Writer
+	// Events, when set, is called for every connection and DNS lookup the proxy
+	// allows or refuses, from many goroutines at once.
+	Events func(Event)
+	// ProxyConnector is a program that, run as "PROG connect HOST PORT" inside the
+	// sandbox, relays its stdin and stdout through moat's proxy; git's ssh uses it
+	// as its ProxyCommand. The moat CLI sets its own path; empty leaves
+	// GIT_SSH_COMMAND as it is.
+	ProxyConnector string
 
 	proc         process
 	placeholders *placeholders
@@ -71,7 +79,7 @@ func (c *Cmd) Start() error {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = filterEnv(env, c.Policy.EnvVars)
+	env, removed := c.Policy.FilterEnv(env)
 	dir := c.Dir
 	if dir == "" {
 		dir = c.Policy.Cwd
@@ -83,7 +91,15 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	p, err := newPlan(c.Policy, hostSockets(c.Policy, os.Environ()), true)
+	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true}
+	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy); err != nil {
+		ph.release(nil)
+		return err
+	}
+	if m, ok := resolvConfMount(); ok {
+		o.files = append(o.files, m)
+	}
+	p, err := newPlan(c.Policy, o)
 	if err != nil {
 		ph.release(nil)
 		return err
@@ -93,18 +109,29 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	c.placeholders = ph
+	// The network is always served: with nothing allowed, the proxy still answers
+	// and says why each connection is refused.
 	s := &spec.Spec{
 		Argv:     c.Args,
-		Env:      env,
+		Env:      proxyEnv(env, c.ProxyConnector),
 		Dir:      dir,
 		Mounts:   p.mounts,
 		Writable: p.writable,
+		Net:      &spec.Net{ProxyPort: ProxyPort},
 		Debug:    c.Debug != nil,
 	}
+	srv := &proxy.Server{Check: checkHost(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}
 	if c.Debug != nil {
 		describe(c.Debug, s, p.notes)
+		for _, r := range removed {
+			what := "removed"
+			if r.Masked {
+				what = "masked"
+			}
+			fmt.Fprintf(c.Debug, "moat: debug: env %s %s (%s)\n", what, r.Name, r.Reason)
+		}
 	}
-	proc, err := start(s, c.Stdin, c.Stdout, c.Stderr)
+	proc, err := start(s, c.Stdin, c.Stdout, c.Stderr, srv)
 	if err != nil {
 		c.placeholders.release(p.placeholders)
 		return err
@@ -156,31 +183,6 @@ func (c *Cmd) Wait() error {
 		return &ExitError{Code: res.ExitCode, Signal: syscall.Signal(res.Signal)}
 	}
 	return nil
-}
-
-// filterEnv applies credentials.envVars: "deny" removes a variable, "mask" replaces
-// its value with a placeholder that names it.
-func filterEnv(env []string, rules []policy.EnvRule) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		keep := true
-		for _, r := range rules {
-			if r.Name != name {
-				continue
-			}
-			switch r.Mode {
-			case "mask":
-				kv = name + "=moat-masked-" + name
-			default:
-				keep = false
-			}
-		}
-		if keep {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func describe(w io.Writer, s *spec.Spec, notes []string) {

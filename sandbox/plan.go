@@ -35,6 +35,7 @@ type node struct {
 	private                                    bool // fresh tmpfs
 	pin                                        bool // bind onto itself so it can't be renamed away
 	self                                       bool // path is a symlink: cover the link itself
+	optional                                   bool // a host socket, which may go away before init covers it
 	reason                                     string
 }
 
@@ -60,8 +61,20 @@ type planner struct {
 	createPlaceholders bool
 }
 
-func newPlan(pol *policy.Policy, extraDeny []string, createPlaceholders bool) (*plan, error) {
-	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: createPlaceholders}
+// planOptions are the parts of a plan that don't come from the policy.
+type planOptions struct {
+	extraDeny []string // host sockets to cover
+	// denyRead and denyWrite are rules from outside the policy: what ignore files match.
+	denyRead, denyWrite []policy.Rule
+	// files are OpFile steps (the sandbox's resolv.conf), applied last.
+	files []spec.Mount
+	// createPlaceholders is false in dry runs (tests of the plan itself).
+	createPlaceholders bool
+}
+
+func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
+	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders}
+	extraDeny := o.extraDeny
 	for _, d := range privateDirs {
 		fi, err := os.Lstat(d.path)
 		if err != nil || !fi.IsDir() {
@@ -78,20 +91,25 @@ func newPlan(pol *policy.Policy, extraDeny []string, createPlaceholders bool) (*
 			n.reason = "XDG_RUNTIME_DIR hidden: user sockets"
 		}
 	}
-	for _, r := range pol.AllowWrite {
-		if err := p.add(r, false, func(n *node) { n.allowWrite = true }); err != nil {
-			return nil, err
+	var rules []pending
+	for _, set := range []struct {
+		rules []policy.Rule
+		deny  bool
+		set   func(*node)
+	}{
+		{pol.AllowWrite, false, func(n *node) { n.allowWrite = true }},
+		{pol.AllowRead, false, func(n *node) { n.allowRead = true }},
+		{pol.DenyRead, true, func(n *node) { n.denyRead = true }},
+		{o.denyRead, true, func(n *node) { n.denyRead = true }},
+		{pol.DenyWrite, true, func(n *node) { n.denyWrite = true }},
+		{o.denyWrite, true, func(n *node) { n.denyWrite = true }},
+	} {
+		for _, r := range set.rules {
+			rules = append(rules, pending{r, set.deny, set.set})
 		}
 	}
-	for _, r := range pol.AllowRead {
-		if err := p.add(r, false, func(n *node) { n.allowRead = true }); err != nil {
-			return nil, err
-		}
-	}
-	for _, r := range pol.DenyRead {
-		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
-			return nil, err
-		}
+	if err := p.addAll(rules); err != nil {
+		return nil, err
 	}
 	for _, path := range pol.Network.AllowUnixSockets {
 		// A listed socket shows even inside a hidden runtime dir.
@@ -107,19 +125,26 @@ func newPlan(pol *policy.Policy, extraDeny []string, createPlaceholders bool) (*
 			continue // already hidden by a private dir
 		}
 		r := policy.Rule{Path: path, Origin: "host socket"}
-		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
-			return nil, err
-		}
-	}
-	for _, r := range pol.DenyWrite {
-		if err := p.add(r, true, func(n *node) { n.denyWrite = true }); err != nil {
+		if err := p.add(r, true, func(n *node) { n.denyRead, n.optional = true, true }); err != nil {
 			return nil, err
 		}
 	}
 	if err := p.protect(); err != nil {
 		return nil, err
 	}
-	return p.build(), nil
+	out := p.build()
+	for _, m := range o.files {
+		// A file inside a hidden dir is created in its tmpfs; elsewhere it must
+		// exist on the host to be mounted over.
+		st := p.stateOf(m.Path)
+		fi, err := os.Lstat(m.Path)
+		if (st.host && st.read) && (err != nil || !fi.Mode().IsRegular()) {
+			out.notes = append(out.notes, fmt.Sprintf("%s: %s is not a regular file on the host; not covered", m.Reason, m.Path))
+			continue
+		}
+		out.mounts = append(out.mounts, m)
+	}
+	return out, nil
 }
 
 func (p *planner) node(path string) *node {
@@ -134,14 +159,10 @@ func (p *planner) node(path string) *node {
 // add resolves rule r (expanding globs) and applies set to the node of each match.
 // For a deny rule on a symlink, the link itself is covered as well as its target.
 func (p *planner) add(r policy.Rule, deny bool, set func(*node)) error {
-	paths := []string{r.Path}
 	if r.Glob {
-		var err error
-		if paths, err = expandGlob(r.Path); err != nil {
-			return fmt.Errorf("%s: %w", r.Origin, err)
-		}
+		return p.addAll([]pending{{r, deny, set}})
 	}
-	for _, path := range paths {
+	for _, path := range []string{r.Path} {
 		fi, err := os.Lstat(path)
 		if err != nil {
 			p.notes = append(p.notes, fmt.Sprintf("%s: %s does not exist; nothing to apply", r.Origin, path))
@@ -171,22 +192,84 @@ func (p *planner) add(r policy.Rule, deny bool, set func(*node)) error {
 	return nil
 }
 
-// expandGlob lists the existing paths that match an absolute pattern with * ? [ or **.
-func expandGlob(pattern string) ([]string, error) {
-	base, _ := doublestar.SplitPattern(filepath.ToSlash(pattern))
-	var out []string
+// pending is a rule waiting to be applied.
+type pending struct {
+	r    policy.Rule
+	deny bool
+	set  func(*node)
+}
+
+// addAll applies rules. Globs are expanded with one walk per base directory for
+// all the globs that share it, no deeper than the deepest of them needs (any
+// depth for "**").
+func (p *planner) addAll(rules []pending) error {
+	groups := map[string][]pending{}
+	var bases []string
+	for _, pr := range rules {
+		if !pr.r.Glob {
+			if err := p.add(pr.r, pr.deny, pr.set); err != nil {
+				return err
+			}
+			continue
+		}
+		base, _ := doublestar.SplitPattern(filepath.ToSlash(pr.r.Path))
+		if groups[base] == nil {
+			bases = append(bases, base)
+		}
+		groups[base] = append(groups[base], pr)
+	}
+	sort.Strings(bases)
+	for _, base := range bases {
+		matches, err := expandGlobs(base, groups[base])
+		if err != nil {
+			return err
+		}
+		for i, pr := range groups[base] {
+			for _, path := range matches[i] {
+				r := pr.r
+				r.Path, r.Glob = path, false
+				if err := p.add(r, pr.deny, pr.set); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// expandGlobs lists, per pattern, the existing paths under base that match it.
+func expandGlobs(base string, group []pending) ([][]string, error) {
+	out := make([][]string, len(group))
+	maxDepth := 0
+	for _, pr := range group {
+		if strings.Contains(pr.r.Path, "**") {
+			maxDepth = -1
+			break
+		}
+		maxDepth = max(maxDepth, strings.Count(pr.r.Path, "/")-strings.Count(base, "/"))
+	}
+	baseDepth := strings.Count(base, "/")
 	count := 0
 	err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable parts can't be matched; they are not readable inside either
 		}
 		if count++; count > maxGlobEntries {
-			return fmt.Errorf("pattern %q walks more than %d entries under %s; anchor it deeper", pattern, maxGlobEntries, base)
+			return fmt.Errorf("%s: deny globs walk more than %d entries under %s; anchor them deeper", group[0].r.Origin, maxGlobEntries, base)
 		}
-		if ok, _ := doublestar.PathMatch(pattern, path); ok {
-			out = append(out, path)
-			if d.IsDir() {
-				return filepath.SkipDir // everything below is covered by this match
+		matched := false
+		for i, pr := range group {
+			if ok, _ := doublestar.PathMatch(pr.r.Path, path); ok {
+				out[i] = append(out[i], path)
+				matched = true
+			}
+		}
+		if d.IsDir() && path != base {
+			if matched && len(group) == 1 {
+				return filepath.SkipDir // everything below is covered by the match
+			}
+			if maxDepth >= 0 && strings.Count(path, "/")-baseDepth >= maxDepth {
+				return filepath.SkipDir // no pattern reaches deeper
 			}
 		}
 		return nil
@@ -234,6 +317,9 @@ func (p *planner) protect() error {
 		}
 	}
 	for _, root := range roots {
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			continue // a writable file holds no protected names
+		}
 		for _, prot := range workspace {
 			if err := p.protectOne(root, filepath.Join(root, prot.Name), prot); err != nil {
 				return err
@@ -475,7 +561,7 @@ func (p *planner) build() *plan {
 		}
 		fi, err := os.Lstat(path)
 		isDir := err == nil && fi.IsDir()
-		m := spec.Mount{Path: path, Reason: n.reason, Dir: isDir}
+		m := spec.Mount{Path: path, Reason: n.reason, Dir: isDir, Optional: n.optional}
 		switch {
 		case n.self && !isDir:
 			// Cover a symlink itself with an empty file: the link can be neither read

@@ -3,12 +3,14 @@
 package sandbox
 
 import (
+	"errors"
 	"io"
 	"os"
 
 	"github.com/moat-sandbox/moat/internal/linux/launch"
 	"github.com/moat-sandbox/moat/internal/linux/nsinit"
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/proxy"
 )
 
 // Init runs the sandbox's init stage when this process is one, and never returns
@@ -20,11 +22,41 @@ func Init() {
 	}
 }
 
-func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (process, error) {
+func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, srv *proxy.Server) (process, error) {
 	p, err := launch.Start(s, stdin, stdout, stderr)
 	if err != nil {
 		return nil, &SetupError{Stage: "namespaces", Err: err,
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
 	}
-	return p, nil
+	if s.Net == nil {
+		return p, nil
+	}
+	files, err := p.NetSockets()
+	if err != nil {
+		// Init failed before opening them; its report says why.
+		p.Kill()
+		if res, werr := p.Wait(); werr == nil && res.Stage != "" {
+			return nil, &SetupError{Stage: res.Stage, Err: errors.New(res.Error), HintText: res.Hint}
+		}
+		return nil, &SetupError{Stage: "network", Err: err}
+	}
+	ns, err := serveNet(files, s.Net, srv)
+	if err != nil {
+		p.Kill()
+		p.Wait()
+		return nil, err
+	}
+	return &netProcess{Process: p, ns: ns}, nil
+}
+
+// netProcess is a sandbox whose network the supervisor serves until it ends.
+type netProcess struct {
+	*launch.Process
+	ns *netServer
+}
+
+func (p *netProcess) Wait() (spec.Result, error) {
+	res, err := p.Process.Wait()
+	p.ns.close()
+	return res, err
 }

@@ -8,12 +8,13 @@ import (
 	"runtime"
 
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/proxy"
 )
 
 // Init does nothing on this platform.
 func Init() {}
 
-func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (process, error) {
+func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, srv *proxy.Server) (process, error) {
 	return nil, &SetupError{Stage: "platform", Err: errors.New("moat's sandbox is not available on " + runtime.GOOS),
 		HintText: "moat runs on Linux today; macOS support (Seatbelt) is planned"}
 }

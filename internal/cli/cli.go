@@ -37,8 +37,11 @@ type stdio struct {
 func commands() []command {
 	return []command{
 		{name: "run", usage: "run [flags] -- CMD [ARGS...]   run CMD in the sandbox", run: runCmd},
+		{name: "policy", usage: "policy [flags]                  print the effective policy and where each rule comes from", run: policyCmd},
+		{name: "explain", usage: "explain [flags] PATH|HOST[:PORT]|env:NAME   say what the sandbox allows, by which rule, and how to change it", run: explainCmd},
 		{name: "doctor", usage: "doctor                          report what this host can enforce", run: doctorCmd},
 		{name: "version", usage: "version                         print moat's version", run: versionCmd},
+		{name: "connect", usage: "connect HOST PORT               relay stdin/stdout to HOST:PORT through the sandbox's proxy", run: connectCmd},
 	}
 }
 

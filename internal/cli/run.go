@@ -4,8 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-
-	"io/fs"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/moat-sandbox/moat/policy"
 	"github.com/moat-sandbox/moat/sandbox"
 )
 
@@ -25,47 +23,55 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func runCmd(args []string, std stdio) error {
 	fset := flag.NewFlagSet("moat run", flag.ContinueOnError)
-	fset.SetOutput(std.err)
+	fset.SetOutput(io.Discard) // errors are reported once, by Run
 	var (
-		config string
-		flags  policy.Flags
+		pf     policyFlags
 		debug  bool
+		events string
 	)
-	fset.StringVar(&config, "config", "", "settings `FILE` (JSON with comments; srt's settings file works as is)")
-	fset.Var((*listFlag)(&flags.AllowRead), "allow-read", "make `PATH` readable inside a denied area (repeatable)")
-	fset.Var((*listFlag)(&flags.DenyRead), "deny-read", "hide `PATH` (repeatable; globs allowed)")
-	fset.Var((*listFlag)(&flags.AllowWrite), "allow-write", "make `PATH` writable (repeatable)")
-	fset.Var((*listFlag)(&flags.DenyWrite), "deny-write", "make `PATH` read-only, even inside a writable one (repeatable; globs allowed)")
+	pf.register(fset)
 	fset.BoolVar(&debug, "debug", false, "describe the sandbox on stderr as it is built")
-	fset.Usage = func() {
-		fmt.Fprintln(std.err, "usage: moat run [flags] -- CMD [ARGS...]")
-		fmt.Fprintln(std.err, "\nRuns CMD and all it starts in a sandbox. Without --config, moat reads")
-		fmt.Fprintln(std.err, "$XDG_CONFIG_HOME/moat/config.jsonc, and without that uses the default: the")
-		fmt.Fprintln(std.err, "current directory writable, the rest readable, nothing else writable, no network.")
-		fmt.Fprintln(std.err, "\nflags:")
-		fset.PrintDefaults()
-	}
+	fset.StringVar(&events, "events", "", "append the run's events (each connection and lookup allowed or refused) to `FILE` as JSON lines")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(std.out, "usage: moat run [flags] -- CMD [ARGS...]")
+			fmt.Fprintln(std.out, "\nRuns CMD and all it starts in a sandbox. Without --config, moat reads")
+			fmt.Fprintln(std.out, "$XDG_CONFIG_HOME/moat/config.jsonc, and without that uses the default: the")
+			fmt.Fprintln(std.out, "current directory writable, the rest readable, nothing else writable, no network.")
+			fmt.Fprintln(std.out, "\nflags:")
+			fset.SetOutput(std.out)
+			fset.PrintDefaults()
 			return nil
 		}
-		return exitCode(exitMoat)
+		return runError{fmt.Errorf("run: %w", err), "usage: moat run [flags] -- CMD [ARGS...]; 'moat run -h' lists the flags"}
 	}
 	argv := fset.Args()
 	if len(argv) == 0 {
 		return runError{errors.New("no command given"), "usage: moat run [flags] -- CMD [ARGS...]"}
 	}
 
-	pol, err := loadPolicy(config, flags)
+	lp, err := pf.load()
 	if err != nil {
 		return err
 	}
-	if n := len(pol.Network.AllowedDomains); n > 0 {
-		fmt.Fprintf(std.err, "moat: note: %d allowed domain(s) in the settings are checked but not yet enforced: this version gives the sandbox no network at all\n", n)
+	pol := lp.Policy
+	var logFile io.Writer
+	if events != "" {
+		f, err := os.OpenFile(events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return runError{fmt.Errorf("open event log: %w", err), "pass a file in a directory you can write"}
+		}
+		defer f.Close()
+		logFile = f
 	}
+	log := newEventLog(logFile)
 
 	cmd := sandbox.Command(pol, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.err
+	cmd.Events = log.add
+	if exe, err := os.Executable(); err == nil {
+		cmd.ProxyConnector = exe
+	}
 	if debug {
 		cmd.Debug = std.err
 	}
@@ -87,6 +93,7 @@ func runCmd(args []string, std stdio) error {
 		}
 	}()
 	err = cmd.Wait()
+	log.summary(std.err)
 	var ee *sandbox.ExitError
 	if errors.As(err, &ee) {
 		return exitCode(ee.Code)
@@ -105,32 +112,6 @@ func (e runError) Hint() string  { return e.hint }
 
 // loadPolicy reads the settings file (--config, else the user's config if it
 // exists, else the built-in default) and applies the flags.
-func loadPolicy(config string, flags policy.Flags) (*policy.Policy, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("current directory: %w", err)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, runError{fmt.Errorf("home directory: %w", err), "set HOME"}
-	}
-	var settings *policy.Settings
-	if config == "" {
-		user := policy.DefaultUserConfigPath(os.Getenv, home)
-		if _, err := os.Stat(user); err == nil {
-			config = user
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("user config %s: %w", user, err)
-		}
-	}
-	if config != "" {
-		if settings, err = policy.LoadFile(config); err != nil {
-			return nil, err
-		}
-	}
-	return policy.Compile(settings, flags, policy.Env{Cwd: cwd, Home: home})
-}
-
 // foregroundOfTerminal reports whether stdin is a terminal whose foreground process
 // group is moat's own, which the command shares.
 func foregroundOfTerminal() bool {

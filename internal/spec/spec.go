@@ -20,6 +20,9 @@ const (
 	// OpPlaceholder covers Path, which the supervisor created as an empty directory so
 	// that it can be mounted over, with an empty read-only directory.
 	OpPlaceholder Op = "placeholder"
+	// OpFile covers the file at Path (creating it inside a tmpfs step if needed) with
+	// a read-only file holding Content: the sandbox's own /etc/resolv.conf.
+	OpFile Op = "file"
 )
 
 // Mount is one step of the mount plan.
@@ -29,7 +32,24 @@ type Mount struct {
 	Source string `json:"source,omitempty"` // absolute host path, for binds
 	Reason string `json:"reason"`           // why, for --debug and error messages
 	Dir    bool   `json:"dir,omitempty"`    // Path is a directory (else a file, socket or link)
+	// Content is the file's content, for OpFile.
+	Content string `json:"content,omitempty"`
+	// Optional steps are skipped when Path no longer exists: a host socket that
+	// went away between planning and building is nothing to cover.
+	Optional bool `json:"optional,omitempty"`
 }
+
+// Net asks init to open, inside the sandbox's network namespace, the sockets the
+// supervisor serves, and to pass them over the network descriptor in this order:
+// the proxy's TCP listener, the DNS stub's UDP and TCP sockets, then one TCP
+// listener per host port.
+type Net struct {
+	ProxyPort int   `json:"proxyPort"` // on 127.0.0.1
+	HostPorts []int `json:"hostPorts,omitempty"`
+}
+
+// NetMessage is the data part of the one message that carries the sockets.
+const NetMessage = "moat-net-v1"
 
 // Spec is everything the init stage needs. Paths are absolute and already resolved.
 type Spec struct {
@@ -42,6 +62,9 @@ type Spec struct {
 	// Writable lists the paths Landlock lets the command write beneath; everything
 	// else is read and execute only.
 	Writable []string `json:"writable"`
+
+	// Net, when set, gives the sandbox moat's proxy and DNS stub.
+	Net *Net `json:"net,omitempty"`
 
 	// Debug makes init describe each step on stderr.
 	Debug bool `json:"debug,omitempty"`

@@ -37,7 +37,6 @@ func testEnvironmentSecrets(t *testing.T) {
 	})
 
 	t.Run("default_token_names", func(t *testing.T) {
-		knownGap(t, "issue 4: the default policy does not scrub secret-looking env vars yet")
 		t.Parallel()
 		b := newBox(t)
 		names := []string{"GITHUB_TOKEN", "GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",

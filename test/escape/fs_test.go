@@ -120,7 +120,6 @@ cat "$HOME/public.txt"
 	// Without any settings, moat's default must still hide the usual credential
 	// stores (THREATS: secret reads).
 	t.Run("default_policy_credentials", func(t *testing.T) {
-		knownGap(t, "issue 4: the default policy does not hide credential stores yet")
 		t.Parallel()
 		b := newBox(t)
 		creds := []string{

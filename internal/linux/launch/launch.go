@@ -26,13 +26,15 @@ const Namespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_N
 
 // initCaps are the capabilities, in the sandbox's own user namespace, that init
 // needs: mounts and pivot_root, dropping the bounding set, bringing up lo.
-var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+// Binding the DNS stub's port 53 needs CAP_NET_BIND_SERVICE.
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE}
 
 // Process is a running sandbox.
 type Process struct {
 	cmd    *exec.Cmd
 	ctl    *os.File // spec, then signals
 	result *os.File
+	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets
 }
 
 // Start re-executes this binary as the sandbox's init with spec s.
@@ -51,6 +53,20 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 		specW.Close()
 		return nil, err
 	}
+	extra := []*os.File{specR, resW}
+	var netParent, netChild *os.File
+	if s.Net != nil {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			specR.Close()
+			specW.Close()
+			resR.Close()
+			resW.Close()
+			return nil, os.NewSyscallError("socketpair", err)
+		}
+		netParent, netChild = os.NewFile(uintptr(pair[0]), "net"), os.NewFile(uintptr(pair[1]), "net-init")
+		extra = append(extra, netChild)
+	}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -59,7 +75,7 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 		Stdin:      stdin,
 		Stdout:     stdout,
 		Stderr:     stderr,
-		ExtraFiles: []*os.File{specR, resW},
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 Namespaces,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
@@ -76,18 +92,64 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 	err = cmd.Start()
 	specR.Close()
 	resW.Close()
+	if netChild != nil {
+		netChild.Close()
+	}
 	if err != nil {
 		specW.Close()
 		resR.Close()
+		if netParent != nil {
+			netParent.Close()
+		}
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	p := &Process{cmd: cmd, ctl: specW, result: resR}
+	p := &Process{cmd: cmd, ctl: specW, result: resR, net: netParent}
 	if _, err := specW.Write(append(data, '\n')); err != nil {
 		p.Kill()
 		p.cmd.Wait()
 		return nil, fmt.Errorf("send sandbox spec: %w", err)
 	}
 	return p, nil
+}
+
+// NetSockets waits for the sockets init opens for spec.Net, in the order spec.Net
+// documents. It returns an error (and the sandbox should be killed) when init fails
+// before sending them; Wait then reports why.
+func (p *Process) NetSockets() ([]*os.File, error) {
+	if p.net == nil {
+		return nil, errors.New("no network requested")
+	}
+	defer p.net.Close()
+	buf := make([]byte, 64)
+	oob := make([]byte, unix.CmsgSpace(64*4))
+	n, oobn, _, _, err := unix.Recvmsg(int(p.net.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("recvmsg", err)
+	}
+	if n == 0 {
+		return nil, errors.New("sandbox init ended before opening its network sockets")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "sandbox-socket"))
+		}
+	}
+	if string(buf[:n]) != spec.NetMessage {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, fmt.Errorf("unexpected network message %q from sandbox init", buf[:n])
+	}
+	return files, nil
 }
 
 // Signal asks init to send sig to the command.

@@ -28,6 +28,12 @@ const (
 
 // Main runs the init stage and never returns.
 func Main() {
+	if os.Getpid() != 1 {
+		// Run by hand: without its own namespaces, building a root would change
+		// the caller's mounts.
+		fmt.Fprintln(os.Stderr, "moat: error: __moat_init is the internal stage of 'moat run'; it is not run by hand")
+		os.Exit(125)
+	}
 	runtime.GOMAXPROCS(1) // init does little; fewer threads to restrict
 	// Swallow the signals a terminal or the supervisor's process group gets: init is
 	// pid 1 and only forwards what the supervisor asks it to. Handled (not ignored)
@@ -81,6 +87,12 @@ func run(ctl *bufio.Reader) spec.Result {
 	debugf("mount view built: %d steps", len(s.Mounts))
 	if err := loopbackUp(); err != nil {
 		return fail("network", err, "")
+	}
+	if s.Net != nil {
+		if err := openNet(s.Net); err != nil {
+			return fail("network", err, "")
+		}
+		debugf("proxy on 127.0.0.1:%d, DNS stub on 127.0.0.1:53, host ports %v", s.Net.ProxyPort, s.Net.HostPorts)
 	}
 	if err := unix.Chdir(s.Dir); err != nil {
 		return fail("chdir", fmt.Errorf("working directory %s is not visible in the sandbox: %w", s.Dir, err),

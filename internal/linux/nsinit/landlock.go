@@ -5,6 +5,8 @@ package nsinit
 import (
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -40,7 +42,14 @@ func applyLandlock(writable []string) (int, error) {
 		// /dev/null, /dev/tty and ptys are written to; the tmpfs holds nothing else.
 		landlock.PathAccess(dev, "/dev"),
 	}
+	// A rule on a file may carry file rights only.
+	file := fs & landlock.AccessFSSet(llsys.AccessFSExecute|llsys.AccessFSWriteFile|llsys.AccessFSReadFile|llsys.AccessFSTruncate|llsys.AccessFSIoctlDev)
 	for _, w := range append([]string{"/dev/shm"}, writable...) {
+		var st unix.Stat_t
+		if err := unix.Stat(w, &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			rules = append(rules, landlock.PathAccess(file, w))
+			continue
+		}
 		rules = append(rules, landlock.PathAccess(fs, w))
 	}
 	return abi, cfg.Restrict(rules...)

@@ -3,6 +3,7 @@
 package nsinit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,6 +91,9 @@ func applyMount(all []spec.Mount, i, source, empty int) error {
 	m := all[i]
 	target, err := openInRoot(m.Path)
 	if err != nil {
+		if m.Optional && errors.Is(err, unix.ENOENT) {
+			return nil
+		}
 		return err
 	}
 	defer unix.Close(target)
@@ -113,6 +117,19 @@ func applyMount(all []spec.Mount, i, source, empty int) error {
 			if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
 				return err
 			}
+		}
+		return attach(fd, target)
+	case spec.OpFile:
+		name := fmt.Sprintf("content-%d", i)
+		if err := writeFileAt(empty, name, m.Content); err != nil {
+			return err
+		}
+		if fd, err = unix.OpenTree(empty, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
+			return sysErr("clone file", name, err)
+		}
+		defer unix.Close(fd)
+		if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
+			return err
 		}
 		return attach(fd, target)
 	case spec.OpMaskFile, spec.OpPlaceholder:
@@ -186,7 +203,7 @@ func wantsDir(m spec.Mount) bool {
 	switch m.Op {
 	case spec.OpTmpfs, spec.OpMaskDir, spec.OpPlaceholder:
 		return true
-	case spec.OpMaskFile:
+	case spec.OpMaskFile, spec.OpFile:
 		return false
 	}
 	return m.Dir
@@ -284,6 +301,23 @@ func newEmptySource() (int, error) {
 		return -1, sysErr("create", "empty dir", err)
 	}
 	return fd, nil
+}
+
+// writeFileAt creates name in the directory dirfd with content, readable by all.
+func writeFileAt(dirfd int, name, content string) error {
+	f, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return sysErr("create", name, err)
+	}
+	defer unix.Close(f)
+	for b := []byte(content); len(b) > 0; {
+		n, err := unix.Write(f, b)
+		if err != nil {
+			return sysErr("write", name, err)
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 func sysErr(op, path string, err error) error {

@@ -1,0 +1,289 @@
+package interactive_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	ctrlC = "\x03"
+	ctrlD = "\x04"
+)
+
+// prompt is the Python REPL's primary prompt at the start of a line (readline may
+// put escape sequences, e.g. bracketed paste, before it).
+const prompt = `(?:^|\n)(?:\x1b\[[0-9;?]*[a-zA-Z])*>>> `
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is not installed at /usr/bin/python3")
+	}
+}
+
+// TestPythonREPL is a user's session with python3's REPL under moat: the prompt,
+// an expression, Ctrl-C interrupting a running statement and at the prompt (the
+// REPL survives both), a window resize reaching a SIGWINCH handler and
+// os.get_terminal_size, and Ctrl-D ending it with status 0. The terminal is in
+// the mode it started in afterwards.
+func TestPythonREPL(t *testing.T) {
+	needPython(t)
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	before := tm.termios()
+	p := tm.moat(ws, env, "python3", "-q")
+
+	tm.expect(prompt)
+	tm.send("6*7\r")
+	tm.expect(`\n42\r\n`)
+	tm.expect(prompt)
+
+	// Ctrl-C while a statement runs: KeyboardInterrupt, and the REPL goes on.
+	tm.send("import time; print('SLEEP' + 'ING'); time.sleep(600)\r")
+	tm.expect(`SLEEPING\r\n`)
+	tm.send(ctrlC)
+	tm.expect(`KeyboardInterrupt`)
+	tm.expect(prompt)
+	tm.send("print('ALIVE' + '1')\r")
+	tm.expect(`ALIVE1\r\n`)
+	tm.expect(prompt)
+
+	// Ctrl-C at the prompt.
+	tm.send("unfinished" + ctrlC)
+	tm.expect(`KeyboardInterrupt`)
+	tm.expect(prompt)
+
+	// Resizing the window: the command's SIGWINCH handler runs and sees the new size.
+	tm.send("import os, signal; signal.signal(signal.SIGWINCH, lambda *a: print('WINCH', *os.get_terminal_size(0))); print('HANDLER' + 'SET')\r")
+	tm.expect(`HANDLERSET\r\n`)
+	tm.expect(prompt)
+	tm.resize(33, 111)
+	tm.expect(`WINCH 111 33\r\n`)
+	tm.send("print('SIZE', *os.get_terminal_size(0))\r")
+	tm.expect(`SIZE 111 33\r\n`)
+	tm.expect(prompt)
+
+	// Ctrl-D at the prompt ends the REPL; moat exits with its status.
+	tm.send(ctrlD)
+	if code := p.wait(); code != 0 {
+		t.Errorf("moat exited %d after Ctrl-D, want 0; the terminal showed:\n%q", code, tm.output())
+	}
+	if d := sameMode(tm.termios(), before); d != "" {
+		t.Errorf("the terminal's mode after moat exited differs from before:%s", d)
+	}
+}
+
+// TestPythonTerminalMode: while python3's REPL waits at its prompt, the terminal is
+// in the mode python set, the same under moat as without it.
+func TestPythonTerminalMode(t *testing.T) {
+	needPython(t)
+	ws, env := workspace(t)
+
+	bare := newTerm(t)
+	initial := bare.termios()
+	bp := bare.start(ws, env, "python3", "-q")
+	bare.expect(prompt)
+	want := bare.waitTermios(func(tio unix.Termios) bool { return sameMode(tio, initial) != "" })
+	bare.send(ctrlD)
+	if code := bp.wait(); code != 0 {
+		t.Fatalf("python3 without moat exited %d:\n%q", code, bare.output())
+	}
+	if sameMode(want, initial) == "" {
+		t.Logf("python3 leaves the terminal's mode as it is at its prompt here (no readline?)")
+	}
+
+	tm := newTerm(t)
+	p := tm.moat(ws, env, "python3", "-q")
+	tm.expect(prompt)
+	got := tm.waitTermios(func(tio unix.Termios) bool { return sameMode(tio, want) == "" })
+	if d := sameMode(got, want); d != "" {
+		t.Errorf("terminal mode at python's prompt under moat differs from without moat:%s", d)
+	}
+	tm.send(ctrlD)
+	if code := p.wait(); code != 0 {
+		t.Errorf("moat exited %d after Ctrl-D:\n%q", code, tm.output())
+	}
+}
+
+// TestSttyInside: stty -a inside the sandbox reports the terminal exactly as
+// outside: moat neither changes the mode nor hides the terminal.
+func TestSttyInside(t *testing.T) {
+	ws, env := workspace(t)
+	const script = "stty -a; echo END-OF-STTY"
+	bare := newTerm(t)
+	if code := bare.start(ws, env, "sh", "-c", script).wait(); code != 0 {
+		t.Fatalf("stty -a without moat exited %d:\n%q", code, bare.output())
+	}
+	tm := newTerm(t)
+	if code := tm.moat(ws, env, "sh", "-c", script).wait(); code != 0 {
+		t.Fatalf("moat run -- stty -a exited %d:\n%q", code, tm.output())
+	}
+	const all = `(?s)(speed .*)END-OF-STTY`
+	want, got := bare.expect(all)[1], tm.expect(all)[1]
+	if got != want {
+		t.Errorf("stty -a under moat:\n%s\nwithout moat:\n%s", got, want)
+	}
+	if !strings.Contains(got, "rows 24; columns 80;") {
+		t.Errorf("stty -a under moat does not show the window size 24x80:\n%s", got)
+	}
+}
+
+// TestReadLine: a shell reads a typed line from the terminal.
+func TestReadLine(t *testing.T) {
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.moat(ws, env, "sh", "-c", "echo READY; read x; echo got $x; exit 7")
+	tm.expect(`READY\r\n`)
+	tm.send("hello world\r")
+	tm.expect(`got hello world\r\n`)
+	if code := p.wait(); code != 7 {
+		t.Errorf("moat exited %d, want 7:\n%q", code, tm.output())
+	}
+}
+
+// TestFullScreen: full-screen programs start, draw, take a key and quit cleanly,
+// leaving the terminal in the mode it started in.
+func TestFullScreen(t *testing.T) {
+	t.Run("python_curses", func(t *testing.T) {
+		needPython(t)
+		ws, env := workspace(t)
+		tm := newTerm(t)
+		before := tm.termios()
+		p := tm.moat(ws, env, "python3", "-c", `
+import curses
+def main(w):
+    h, wd = w.getmaxyx()
+    w.addstr(0, 0, "CURSES %dx%d" % (wd, h))
+    w.refresh()
+    return w.getkey()
+print("KEY", curses.wrapper(main))
+`)
+		tm.expect(`\x1b\[\?1049h`) // the alternate screen
+		tm.expect(`CURSES 80x24`)
+		tm.send("q")
+		tm.expect(`KEY q\r\n`)
+		if code := p.wait(); code != 0 {
+			t.Errorf("moat exited %d:\n%q", code, tm.output())
+		}
+		if d := sameMode(tm.termios(), before); d != "" {
+			t.Errorf("the terminal's mode after the curses program differs from before:%s", d)
+		}
+	})
+	t.Run("vi", func(t *testing.T) {
+		vi, err := exec.LookPath("vi")
+		if err != nil {
+			t.Skip("vi is not installed (Debian: vim-tiny)")
+		}
+		ws, env := workspace(t)
+		if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("FIRST LINE\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tm := newTerm(t)
+		before := tm.termios()
+		p := tm.moat(ws, env, vi, "-u", "NONE", "-N", "notes.txt")
+		tm.expect(`FIRST LINE`)
+		tm.send("Go" + "SECOND LINE" + "\x1b" + ":wq\r")
+		if code := p.wait(); code != 0 {
+			t.Errorf("moat exited %d:\n%q", code, tm.output())
+		}
+		// Judged on the host: vi wrote the file in the workspace.
+		if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "FIRST LINE\nSECOND LINE\n" {
+			t.Errorf("notes.txt after vi: %q", b)
+		}
+		if d := sameMode(tm.termios(), before); d != "" {
+			t.Errorf("the terminal's mode after vi differs from before:%s", d)
+		}
+	})
+	t.Run("less", func(t *testing.T) {
+		if _, err := exec.LookPath("less"); err != nil {
+			t.Skip("less is not installed")
+		}
+		ws, env := workspace(t)
+		var text strings.Builder
+		for i := 1; i <= 200; i++ {
+			text.WriteString("line ")
+			text.WriteString(strings.Repeat("x", i%7))
+			text.WriteString("\n")
+		}
+		text.WriteString("THE END\n")
+		if err := os.WriteFile(filepath.Join(ws, "long.txt"), []byte(text.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tm := newTerm(t)
+		before := tm.termios()
+		p := tm.moat(ws, env, "less", "long.txt")
+		tm.expect(`line x`)
+		tm.send("G") // to the end
+		tm.expect(`THE END`)
+		tm.send("q")
+		if code := p.wait(); code != 0 {
+			t.Errorf("moat exited %d:\n%q", code, tm.output())
+		}
+		if d := sameMode(tm.termios(), before); d != "" {
+			t.Errorf("the terminal's mode after less differs from before:%s", d)
+		}
+	})
+}
+
+// fromTTYBug is why SIGINT and SIGQUIT sent to moat by another process are lost
+// while moat runs in a terminal's foreground.
+const fromTTYBug = "BUG: SIGINT/SIGQUIT sent to moat by another process (kill -INT) are not relayed while moat is in a terminal's foreground: " +
+	"runCmd drops them (fromTTY) on the assumption that the terminal sent them to the command too"
+
+// TestSignalsFromOutside: SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to moat by
+// another process (not typed at the terminal) reach the command, which runs in the
+// terminal's foreground: its handler runs, or it dies of the signal and moat exits
+// 128+N.
+func TestSignalsFromOutside(t *testing.T) {
+	needPython(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP} {
+		name := unix.SignalName(sig)
+		knownBug := func(t *testing.T) {
+			if sig == syscall.SIGINT || sig == syscall.SIGQUIT {
+				t.Skip(fromTTYBug)
+			}
+		}
+		t.Run(name+"_handled", func(t *testing.T) {
+			t.Parallel()
+			knownBug(t)
+			ws, env := workspace(t)
+			tm := newTerm(t)
+			p := tm.moat(ws, env, "python3", "-c", `
+import os, signal, sys, time
+def h(n, f):
+    print("HANDLED", n, flush=True)
+    os._exit(100 + n)
+for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, h)
+print("READY", flush=True)
+time.sleep(600)
+`)
+			tm.expect(`READY\r\n`)
+			p.signal(sig)
+			tm.expect(`HANDLED ` + strconv.Itoa(int(sig)) + `\r\n`)
+			if code := p.wait(); code != 100+int(sig) {
+				t.Errorf("moat exited %d, want %d (the handler's status)", code, 100+int(sig))
+			}
+		})
+		t.Run(name+"_default", func(t *testing.T) {
+			t.Parallel()
+			knownBug(t)
+			ws, env := workspace(t)
+			tm := newTerm(t)
+			// exec: sleep itself is the command, with the signal's default action.
+			p := tm.moat(ws, env, "sh", "-c", "echo READY; exec sleep 600")
+			tm.expect(`READY\r\n`)
+			p.signal(sig)
+			if code := p.wait(); code != 128+int(sig) {
+				t.Errorf("moat exited %d, want %d (128+%s)", code, 128+int(sig), name)
+			}
+		})
+	}
+}

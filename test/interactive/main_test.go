@@ -1,0 +1,154 @@
+// Package interactive_test runs a real "moat run" on a pseudo-terminal, as a user at
+// a terminal would, and judges by what the terminal shows (the pty master's output),
+// the terminal's own state (termios, window size) and moat's exit status. Deadlines
+// only guard against hangs; nothing is timed.
+//
+// The tests build moat once (or use $MOAT_BIN) and run as root or as any other user:
+//
+//	go test ./test/interactive/ -v
+//	go test -c -o /tmp/interactive.test ./test/interactive && MOAT_BIN=/tmp/moat su moattest -c '/tmp/interactive.test -test.v'
+package interactive_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/linux/probe"
+)
+
+var (
+	moatBin string // the moat binary under test
+	baseDir string // every test's workspace and home live under it
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	root, err := pickRoot()
+	if err == nil {
+		baseDir, err = os.MkdirTemp(root, "moat-interactive-")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interactive tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(baseDir)
+
+	moatBin = os.Getenv("MOAT_BIN")
+	if moatBin == "" {
+		moatBin = filepath.Join(baseDir, "moat")
+		if err := buildMoat(moatBin); err != nil {
+			fmt.Fprintln(os.Stderr, "interactive tests: build moat (set MOAT_BIN to use a built binary):", err)
+			return 1
+		}
+	} else if moatBin, err = filepath.Abs(moatBin); err != nil {
+		fmt.Fprintln(os.Stderr, "interactive tests:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// buildMoat builds ../../cmd/moat with CGO_ENABLED=0, which moat's init stage needs.
+func buildMoat(out string) error {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(gobin, "build", "-o", out, "../../cmd/moat")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, b)
+	}
+	return nil
+}
+
+// pickRoot returns a host directory the sandbox sees as the host does: not one of
+// those it replaces with a private tmpfs, where a workspace would vanish.
+func pickRoot() (string, error) {
+	if d := os.Getenv("MOAT_INTERACTIVE_DIR"); d != "" {
+		return d, nil
+	}
+	hidden := func(dir string) bool {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		for _, p := range []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"} {
+			if dir == p || strings.HasPrefix(dir, p+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if tmp := os.TempDir(); !hidden(tmp) {
+		return tmp, nil
+	}
+	home, err := os.UserHomeDir()
+	if err == nil && !hidden(home) {
+		if f, err := os.CreateTemp(home, ".moat-interactive-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return home, nil
+		}
+	}
+	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_INTERACTIVE_DIR", os.TempDir(), home)
+}
+
+var (
+	probeOnce sync.Once
+	lacking   []string // what moat run can't start without and this host lacks
+)
+
+// needSandbox skips the test, naming what is missing and why, unless this host has
+// the kernel features moat run can't start without.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	probeOnce.Do(func() {
+		for _, f := range probe.Detect().Lacking() {
+			if f.Required && (f.Status == probe.Missing || f.Name == probe.UserNS) {
+				lacking = append(lacking, fmt.Sprintf("%s (%s: %s)", f.Name, f.Status, f.Detail))
+			}
+		}
+	})
+	if len(lacking) > 0 {
+		t.Skip("moat run can't start on this host, which lacks " + strings.Join(lacking, ", "))
+	}
+}
+
+// workspace makes a workspace and a home directory next to it for one test and
+// returns the workspace and the environment of every command the test runs. It
+// skips the test where moat run can't start.
+func workspace(t *testing.T) (ws string, env []string) {
+	t.Helper()
+	needSandbox(t)
+	name := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
+	if len(name) > 20 {
+		name = name[:20]
+	}
+	root, err := os.MkdirTemp(baseDir, name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws, []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"TERM=xterm",
+		"LC_ALL=C",
+		// The same REPL on every Python: 3.13's new one draws differently.
+		"PYTHON_BASIC_REPL=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+	}
+}
