@@ -132,6 +132,9 @@ func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 	if err := p.protect(); err != nil {
 		return nil, err
 	}
+	if err := p.protectMissing(append(append([]policy.Rule(nil), pol.DenyWrite...), o.denyWrite...)); err != nil {
+		return nil, err
+	}
 	out := p.build()
 	for _, m := range o.files {
 		// A file inside a hidden dir is created in its tmpfs; elsewhere it must
@@ -394,6 +397,55 @@ func scanNested(root string, depth int, table map[string]policy.Protected) (repo
 	}
 	sort.Strings(repos)
 	return repos, found
+}
+
+// protectMissing covers denyWrite paths that don't exist yet, inside a writable
+// directory, with a placeholder, so the command can't create them: a profile's
+// ~/.claude/settings.json must not appear with hooks in it. The placeholder is
+// what the path's reader takes for "nothing configured": "{}" for JSON, an empty
+// file for other names with an extension, else an empty directory.
+func (p *planner) protectMissing(rules []policy.Rule) error {
+	for _, r := range rules {
+		if r.Glob {
+			continue // a glob names what exists
+		}
+		if _, err := os.Lstat(r.Path); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		parent, err := filepath.EvalSymlinks(filepath.Dir(r.Path))
+		if err != nil {
+			continue // its parent is missing too: see README "Limitations"
+		}
+		target := filepath.Join(parent, filepath.Base(r.Path))
+		base := p.rootOf(target)
+		if base == "" {
+			continue // not under a writable root: it can't be created anyway
+		}
+		var content *string
+		switch ext := filepath.Ext(target); {
+		case ext == ".json":
+			c := "{}\n"
+			content = &c
+		case ext != "" && ext != filepath.Base(target):
+			c := ""
+			content = &c
+		}
+		if err := p.protectPath(base, target, content == nil, content, "denyWrite "+r.Origin); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rootOf returns the deepest writable root holding path, or "".
+func (p *planner) rootOf(path string) string {
+	best := ""
+	for _, anc := range ancestors(path) {
+		if n := p.nodes[anc]; n != nil && n.allowWrite && anc != path {
+			best = anc
+		}
+	}
+	return best
 }
 
 // checkDefaultRoots refuses the default policy's writable current directory when it

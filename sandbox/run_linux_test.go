@@ -338,3 +338,32 @@ for p in sys.argv[1:]:
 		}
 	}
 }
+
+// TestDenyWriteMissing: a denyWrite path that doesn't exist yet can't be created,
+// and its placeholder is gone from the host after the run.
+func TestDenyWriteMissing(t *testing.T) {
+	f := newFixture(t)
+	if err := os.MkdirAll(filepath.Join(f.ws, "conf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deny := []string{filepath.Join(f.ws, "conf", "settings.json"), filepath.Join(f.ws, "hooks"), filepath.Join(f.ws, "NOTES.md")}
+	pol, err := policy.Compile(nil, policy.Flags{DenyWrite: deny}, policy.Env{Cwd: f.ws, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := sandbox.Command(pol, "sh", "-c", `cat conf/settings.json; echo '{"hooks":1}' > conf/settings.json; mkdir -p hooks/x; echo pwn > NOTES.md; echo ok > normal`)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	_ = cmd.Run()
+	if got, _ := os.ReadFile(filepath.Join(f.ws, "normal")); string(got) != "ok\n" {
+		t.Fatalf("control: a workspace write did not land:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "{}") {
+		t.Errorf("the JSON placeholder did not read as {}:\n%s", out.String())
+	}
+	for _, p := range deny {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists on the host after the run (created inside, or a placeholder left behind)", p)
+		}
+	}
+}
