@@ -9,9 +9,7 @@ require (
 	github.com/tailscale/hujson v0.0.0-20260727124030-b80ff77dac4f
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77
 )
 
-require (
-	golang.org/x/tools v0.26.0 // indirect
-	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
-)
+require golang.org/x/tools v0.26.0 // indirect

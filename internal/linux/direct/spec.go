@@ -1,0 +1,27 @@
+package direct
+
+import (
+	"github.com/moat-sandbox/moat/internal/linux/connbroker"
+	"github.com/moat-sandbox/moat/internal/spec"
+)
+
+// Spec is everything the direct mode's stages need. The embedded spec.Spec is what the
+// namespace init gets, read differently: each mount step becomes Landlock rights for its
+// path (bind-rw: read and write; bind-ro and placeholder: read; mask-dir, mask-file and
+// tmpfs: nothing), the deepest step deciding, as the deepest mount would.
+type Spec struct {
+	spec.Spec
+
+	// TempDir is an empty directory, mode 0700, the supervisor made for this run and
+	// removes afterwards; TMPDIR, TMP, TEMP and TEMPDIR point at it.
+	TempDir string `json:"tempDir"`
+	// Devices are device files besides the built-in list (/dev/null, /dev/tty, ...) the
+	// command may read and write: the terminal its standard streams are on.
+	Devices []string `json:"devices,omitempty"`
+	// Net is what the command may connect to.
+	Net connbroker.Policy `json:"net"`
+	// AllowUnscopedSignals lets the sandbox run on a kernel whose Landlock can't scope
+	// signals (ABI < 6): the command can then signal every process of the user, the
+	// supervisor included. Without it, Main refuses such a kernel.
+	AllowUnscopedSignals bool `json:"allowUnscopedSignals,omitempty"`
+}
