@@ -107,7 +107,8 @@ func (s *Server) answerDNS(ctx context.Context, msg []byte) []byte {
 	}
 	q := qs[0]
 	if q.Class != dnsmessage.ClassINET || q.Type != dnsmessage.TypeA && q.Type != dnsmessage.TypeAAAA {
-		r := &refusal{reason: ReasonQType, detail: fmt.Sprintf("%v %v query for %q: only IN A and AAAA", q.Class, q.Type, q.Name.String())}
+		name, _, _ := canonHost(q.Name.String())
+		r := &refusal{reason: ReasonQType, host: name, detail: fmt.Sprintf("%v %v query for %q: only IN A and AAAA", q.Class, q.Type, q.Name.String())}
 		return refuse(dnsmessage.RCodeNotImplemented, &q, r)
 	}
 	host, ip, err := canonHost(q.Name.String())

@@ -58,14 +58,16 @@ func (s *Server) refused(a netip.Addr) (reason, why string) {
 		if i > 0 {
 			prefix = "embeds " + c.String() + ": "
 		}
-		for _, h := range s.HostAddrs {
-			if h.WithZone("").Unmap() == c {
-				return ReasonHostAddr, prefix + "one of the host's own addresses: reaches its services as loopback does"
-			}
-		}
+		// The ranges first: a loopback address is reported as loopback even
+		// though it is also one of the host's own.
 		for _, r := range refusedRanges {
 			if r.prefix.Contains(c) {
 				return r.reason, prefix + r.why
+			}
+		}
+		for _, h := range s.HostAddrs {
+			if h.WithZone("").Unmap() == c {
+				return ReasonHostAddr, prefix + "one of the host's own addresses: reaches its services as loopback does"
 			}
 		}
 	}

@@ -120,7 +120,7 @@ func (c *Cmd) Start() error {
 		Net:      &spec.Net{ProxyPort: ProxyPort},
 		Debug:    c.Debug != nil,
 	}
-	srv := &proxy.Server{Check: checkHost(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}
+	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}
 	if c.Debug != nil {
 		describe(c.Debug, s, p.notes)
 		for _, r := range removed {

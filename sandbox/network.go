@@ -98,6 +98,30 @@ func checkHost(pol *policy.Policy) func(host string, port int) proxy.Decision {
 	}
 }
 
+// checkName is the DNS stub's policy: a name resolves when some allow rule allows
+// it on some port and no deny rule for every port denies it; the port is checked
+// when the command connects.
+func checkName(pol *policy.Policy) func(host string) proxy.Decision {
+	return func(host string) proxy.Decision {
+		for _, r := range pol.Network.DeniedDomains {
+			if r.Port == 0 && r.Match(host, 443) {
+				return proxy.Decision{Rule: r.Origin, Hint: pol.ExplainHost(host, 443).Hint}
+			}
+		}
+		for _, r := range pol.Network.AllowedDomains {
+			port := r.Port
+			if port == 0 {
+				port = 443
+			}
+			if r.Match(host, port) {
+				return proxy.Decision{Allow: true, Rule: r.Origin}
+			}
+		}
+		v := pol.ExplainHost(host, 443)
+		return proxy.Decision{Default: true, Rule: v.Reason, Hint: v.Hint}
+	}
+}
+
 func hostForFlag(host string) string {
 	if strings.Contains(host, ":") {
 		return "[" + host + "]"

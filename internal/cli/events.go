@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/moat-sandbox/moat/sandbox"
@@ -74,7 +75,7 @@ func (l *eventLog) summary(w io.Writer) {
 		}
 		why := ev.Rule
 		if ev.Reason != "" && ev.Reason != "denied-by-rule" && ev.Reason != "not-allowed" {
-			why = ev.Reason + ": " + why
+			why = strings.TrimSuffix(ev.Reason+": "+why, ": ")
 		}
 		if why != "" {
 			line += " (" + why + ")"
