@@ -207,9 +207,14 @@ func (s *Server) forward(c net.Conn, br *bufio.Reader, bw *bufio.Writer, h *requ
 	keep := !h.wantsClose() && !closeDelimited && resp.StatusCode != http.StatusSwitchingProtocols
 	resp.ProtoMajor, resp.ProtoMinor = 1, 1
 	resp.Close = !keep
-	werr := resp.Write(bw)
-	if werr == nil {
-		werr = bw.Flush()
+	var werr error
+	if resp.ContentLength > 0 && !isChunked(resp.TransferEncoding) && h.method != http.MethodHead {
+		werr = relayFixedBody(c, bw, ubr, up, resp, keep)
+	} else {
+		werr = resp.Write(bw)
+		if werr == nil {
+			werr = bw.Flush()
+		}
 	}
 	resp.Body.Close()
 	up.Close()
@@ -224,6 +229,49 @@ func (s *Server) forward(c net.Conn, br *bufio.Reader, bw *bufio.Writer, h *requ
 		c.SetReadDeadline(time.Time{})
 	}
 	return keep && werr == nil && berr == nil
+}
+
+// relayFixedBody writes a response whose body has a known length: the head
+// through bw, then the body straight from the upstream connection to the client,
+// which lets Linux splice it between the two sockets instead of copying it
+// through user space. The body is read from ubr's buffer first: the head's read
+// may have taken its start.
+func relayFixedBody(c net.Conn, bw *bufio.Writer, ubr *bufio.Reader, up net.Conn, resp *http.Response, keep bool) error {
+	resp.Header.Del("Content-Length")
+	resp.Header.Del("Transfer-Encoding")
+	if keep {
+		resp.Header.Del("Connection")
+	} else {
+		resp.Header.Set("Connection", "close")
+	}
+	if _, err := fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status); err != nil {
+		return err
+	}
+	if err := resp.Header.Write(bw); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(bw, "Content-Length: %d\r\n\r\n", resp.ContentLength); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	n := resp.ContentLength
+	if b := int64(ubr.Buffered()); b > 0 {
+		m, err := io.CopyN(c, ubr, min(b, n))
+		if err != nil {
+			return err
+		}
+		n -= m
+	}
+	if n > 0 {
+		m, err := io.CopyN(c, up, n)
+		if err == nil && m != n {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
 }
 
 // limitedReader is io.LimitedReader that fails on a short body.
