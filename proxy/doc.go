@@ -144,6 +144,9 @@
 //     what is checked.
 //   - Inside a tunnel only a TLS ClientHello is checked: plain HTTP sent through
 //     CONNECT or SOCKS5 to an allowed host:port carries whatever Host it likes.
+//   - An address the DNS stub handed out for several names (a CDN) maps back to
+//     the most recent of them that Check allows on the port; which one the
+//     client meant is not known, so any of them may be reached that way.
 //   - A non-TLS protocol whose first byte is 0x16 is refused as bad-tls.
 //   - Plain HTTP opens one upstream connection per request; Upgrade (WebSocket
 //     over ws://) is not forwarded. Use CONNECT for long-lived protocols.
