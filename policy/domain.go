@@ -138,6 +138,19 @@ func parseDomain(raw string, withPort, star bool) (DomainRule, *problem) {
 		return r, bad(errf(ErrDomain, "domain pattern %q has an empty label", raw), "remove the leading, trailing or doubled dot")
 	}
 	labels := strings.Split(name, ".")
+	if last := labels[len(labels)-1]; len(last) > 0 && (last[0] >= '0' && last[0] <= '9') {
+		// No top-level domain starts with a digit; these are IPv4 addresses in
+		// forms (127.1, 0x7f.1, 2130706433, 010.0.0.1) that the proxy reads as
+		// addresses, so a rule written this way would never match.
+		if a, err := netip.ParseAddr(name); err != nil || !a.Is4() {
+			return r, bad(errf(ErrDomain, "domain pattern %q looks like an IPv4 address in a non-standard form", raw),
+				"write IPv4 addresses in dotted decimal without leading zeros, e.g. \"127.0.0.1\"")
+		}
+	}
+	if a, err := netip.ParseAddr(name); err == nil && a.Is4() && !wild {
+		r.Host = a.String()
+		return r, nil
+	}
 	if len(labels) < 2 {
 		if wild {
 			return r, bad(errf(ErrDomain, "wildcard %q is too broad", raw),
