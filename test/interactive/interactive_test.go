@@ -233,9 +233,11 @@ print("KEY", curses.wrapper(main))
 }
 
 // fromTTYBug is why SIGINT and SIGQUIT sent to moat by another process are lost
-// while moat runs in a terminal's foreground.
-const fromTTYBug = "BUG: SIGINT/SIGQUIT sent to moat by another process (kill -INT) are not relayed while moat is in a terminal's foreground: " +
-	"runCmd drops them (fromTTY) on the assumption that the terminal sent them to the command too"
+// while moat runs in a terminal's foreground: a known limitation (README,
+// Limitations) until the command gets its own foreground process group with job
+// control (Ctrl-Z) handled the way sudo does.
+const fromTTYBug = "KNOWN LIMITATION (README): SIGINT/SIGQUIT sent to moat by another process (kill -INT) are not relayed while moat is in a terminal's foreground: " +
+	"runCmd drops them (fromTTY) because the terminal sent them to the command too"
 
 // TestSignalsFromOutside: SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to moat by
 // another process (not typed at the terminal) reach the command, which runs in the
