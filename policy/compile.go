@@ -16,6 +16,9 @@ type Flags struct {
 	AllowNet, DenyNet []string
 	// PassEnv are variable names or patterns passed despite the scrubbing table.
 	PassEnv []string
+	// RequireNamespaces forbids the direct mode, as moat.requireNamespaces does
+	// (moat run --no-fallback).
+	RequireNamespaces bool
 }
 
 // Env is what relative and ~ paths resolve against. Cwd and Home must be absolute.
@@ -65,12 +68,34 @@ type Policy struct {
 	// tables dropped by name, with where that was asked.
 	AllowedSecrets, Unprotected []OptOut
 
+	// RequireNamespaces, when on, forbids the direct mode: on a host where user
+	// namespaces can't be created the sandbox fails instead of running without
+	// them (moat.requireNamespaces of any layer, flag --no-fallback).
+	RequireNamespaces Switch
+	// AllowUnscopedSignals, when on, lets the direct mode run where Landlock can't
+	// confine signals to the sandbox (ABI < 6): the command can then signal every
+	// process of the user (moat.allowUnscopedSignals; a widening).
+	AllowUnscopedSignals Switch
+
 	// UserConfig is the user config's path ("" when unknown), named in hints.
 	UserConfig string
 	// ProjectFile is the project's .moat.jsonc, "" when there is none; trusted
 	// project files may widen the policy, others only tighten it.
 	ProjectFile    string
 	ProjectTrusted bool
+}
+
+// Switch is a setting a layer can only turn on, with where it was turned on.
+type Switch struct {
+	On     bool
+	Origin string // "config.jsonc:4 moat.requireNamespaces", "flag --no-fallback"; "" when off
+}
+
+// turnOn sets sw unless a weaker layer already did (the first origin stays).
+func (sw *Switch) turnOn(origin string) {
+	if !sw.On {
+		*sw = Switch{On: true, Origin: origin}
+	}
 }
 
 // Rule is one filesystem rule.
@@ -405,6 +430,15 @@ func (c *compiler) layer(pol *Policy, ly layer) error {
 		pol.addIgnoreFile(IgnoreFile{Name: it.Value, Origin: ly.origin(it.Pos)})
 	}
 
+	if s.Moat.RequireNamespaces {
+		pos, _ := keyPos(s, "moat.requireNamespaces")
+		pol.RequireNamespaces.turnOn(ly.origin(pos))
+	}
+	if s.Moat.AllowUnscopedSignals {
+		pos, _ := keyPos(s, "moat.allowUnscopedSignals")
+		pol.AllowUnscopedSignals.turnOn(ly.origin(pos))
+	}
+
 	n, net := s.Network, &pol.Network
 	net.AllowedDomains = append(net.AllowedDomains, wrapDomains(n.AllowedDomains, ly.wrap)...)
 	net.DeniedDomains = append(net.DeniedDomains, wrapDomains(n.DeniedDomains, ly.wrap)...)
@@ -490,6 +524,9 @@ func (c *compiler) flags(pol *Policy, f Flags) error {
 			return flagErr("--pass-env", pr)
 		}
 		pol.addPass(EnvPass{Pattern: v, Origin: "flag --pass-env"})
+	}
+	if f.RequireNamespaces {
+		pol.RequireNamespaces.turnOn("flag --no-fallback")
 	}
 	return nil
 }

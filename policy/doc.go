@@ -30,6 +30,7 @@
 //	    ],
 //	  },
 //	  "moat": {
+//	    "requireNamespaces": true, // no direct mode: fail where user namespaces are unavailable
 //	    "unprotect": [".vscode"],
 //	    "allowSecrets": ["~/.npmrc"], // drop a built-in secret deny, by name
 //	    "passEnv": ["GH_TOKEN", "MYAPP_*"], // keep variables moat would scrub
@@ -225,6 +226,19 @@
 //   - trustedProjects [{path, sha256}]: project files allowed to widen the policy
 //     (user config only); see Project files. path is absolute; sha256 is 64 hex
 //     digits.
+//   - requireNamespaces bool: forbid the direct mode. Where user namespaces can't
+//     be created, moat run then fails (exit 125, with a hint) instead of running
+//     the command without namespaces. It only tightens: any layer may set it, an
+//     untrusted project file included, and false changes nothing.
+//     Policy.RequireNamespaces; the flag --no-fallback does the same.
+//   - allowUnscopedSignals bool: let the direct mode run on a kernel whose
+//     Landlock can't confine signals to the sandbox (ABI < 6, before Linux 6.12):
+//     the command can then signal every process of the user, moat's own included.
+//     A widening (see Project files). Policy.AllowUnscopedSignals.
+//
+// Neither is accepted in a profile: what a host can do is not a profile's business.
+// Both are [Switch] values: on, with the origin of the weakest layer that turned
+// them on, or off.
 //
 // # Secret table
 //
@@ -301,8 +315,8 @@
 // allowUnixSockets, allowAllUnixSockets, allowLocalBinding, credentials.envVars
 // with mode "mask", allowPlaintextInject, ignoreViolations, a smaller
 // mandatoryDenySearchDepth, moat.unprotect, allowSecrets, passEnv,
-// defaultProfiles) is an [ErrUntrusted] error naming the file, line and key,
-// whose hint gives the exact entry that trusts the file:
+// defaultProfiles, allowUnscopedSignals) is an [ErrUntrusted] error naming the
+// file, line and key, whose hint gives the exact entry that trusts the file:
 //
 //	"moat": {"trustedProjects": [{"path": "/home/me/proj/.moat.jsonc", "sha256": "<hex of the file>"}]}
 //
@@ -346,8 +360,9 @@
 // --allow-write and --deny-write take paths as the file does; --allow-net and
 // --deny-net take domain patterns as allowedDomains and deniedDomains do
 // ("HOST", "*.HOST", "HOST:PORT"; --deny-net also "*" and "*:PORT");
-// --pass-env takes passEnv patterns. Their errors name the flag. A path in both
-// allowWrite and denyWrite is fine: denyWrite wins.
+// --pass-env takes passEnv patterns; Flags.RequireNamespaces (moat run
+// --no-fallback) is moat.requireNamespaces. Their errors name the flag. A path in
+// both allowWrite and denyWrite is fine: denyWrite wins.
 //
 // # Explanations
 //

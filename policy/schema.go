@@ -155,6 +155,14 @@ func (p *parser) moatFields() []field {
 		field{"trustedProjects", func(n node) error {
 			return p.array(n, `[{"path": "/home/me/proj/.moat.jsonc", "sha256": "..."}]`, p.trustedProject)
 		}},
+		field{"requireNamespaces", func(n node) (err error) {
+			m.RequireNamespaces, err = p.boolean(n)
+			return err
+		}},
+		field{"allowUnscopedSignals", func(n node) (err error) {
+			m.AllowUnscopedSignals, err = p.boolean(n)
+			return err
+		}},
 	)
 }
 

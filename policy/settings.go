@@ -100,6 +100,13 @@ type MoatSettings struct {
 	// TrustedProjects are the project files allowed to widen the policy, each
 	// by path and content hash (user config only).
 	TrustedProjects []TrustedProject
+	// RequireNamespaces forbids the direct mode: where user namespaces can't be
+	// created, moat fails instead of running the command without them.
+	RequireNamespaces bool
+	// AllowUnscopedSignals lets the direct mode run where Landlock can't confine
+	// signals to the sandbox (ABI < 6): the command can then signal every process
+	// of the user.
+	AllowUnscopedSignals bool
 }
 
 // Profile is a named, reusable set of rules: built in (profiles/*.jsonc) or

@@ -96,6 +96,7 @@ var wideningKeys = []struct {
 	{"moat.allowSecrets", "it makes credential stores readable", func(s *Settings) bool { return len(s.Moat.AllowSecrets) > 0 }},
 	{"moat.passEnv", "it passes secret-looking environment variables", func(s *Settings) bool { return len(s.Moat.PassEnv) > 0 }},
 	{"moat.defaultProfiles", "profiles add writable paths, hosts and variables", func(s *Settings) bool { return len(s.Moat.DefaultProfiles) > 0 }},
+	{"moat.allowUnscopedSignals", "it lets the sandbox signal your other processes on kernels without Landlock scoping", func(s *Settings) bool { return s.Moat.AllowUnscopedSignals }},
 }
 
 // widenings lists the settings of a project file that widen the policy, in

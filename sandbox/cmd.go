@@ -31,6 +31,11 @@ type Cmd struct {
 	Stdout, Stderr io.Writer
 	// Debug, when set, receives a description of the sandbox as it is built.
 	Debug io.Writer
+	// Notice receives one line when the sandbox is weaker than the namespace mode:
+	// on a host where user namespaces are unavailable, the command runs in the
+	// direct mode, and the line names what that mode can't enforce there. nil
+	// means os.Stderr.
+	Notice io.Writer
 	// Events, when set, is called for every connection and DNS lookup the proxy
 	// allows or refuses, from many goroutines at once.
 	Events func(Event)
@@ -113,7 +118,7 @@ func (c *Cmd) Start() error {
 	// and says why each connection is refused.
 	s := &spec.Spec{
 		Argv:     c.Args,
-		Env:      proxyEnv(env, c.ProxyConnector),
+		Env:      proxyEnv(env, nsProxyAddr, c.ProxyConnector),
 		Dir:      dir,
 		Mounts:   p.mounts,
 		Writable: p.writable,
@@ -131,7 +136,7 @@ func (c *Cmd) Start() error {
 			fmt.Fprintf(c.Debug, "moat: debug: env %s %s (%s)\n", what, r.Name, r.Reason)
 		}
 	}
-	proc, err := start(s, c.Stdin, c.Stdout, c.Stderr, srv)
+	proc, err := c.start(s, env, srv)
 	if err != nil {
 		c.placeholders.release(p.placeholders)
 		return err

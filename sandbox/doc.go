@@ -41,6 +41,19 @@
 // directory writable, the rest readable. Pass parsed settings ([policy.LoadFile])
 // and flags to change it.
 //
+// # Hosts without user namespaces
+//
+// Where the kernel refuses the namespaces (Ubuntu 24.04's AppArmor restriction,
+// containers, user.max_user_namespaces=0), [Cmd.Start] runs the command in the
+// direct mode instead: no namespaces, the same plan enforced by Landlock, seccomp and
+// a supervising stage that makes the command's connects itself (only the proxy, now
+// on a host loopback port, and the allowed unix sockets) and kills everything it
+// leaves behind. It writes one line to [Cmd.Notice] naming the mode and what it can't
+// enforce (moat's README, "Hosts without user namespaces", has the list). With
+// Policy.RequireNamespaces on, Start fails with a [*SetupError] instead; on a kernel
+// whose Landlock can't scope signals (ABI < 6) it fails unless
+// Policy.AllowUnscopedSignals is on.
+//
 // # Errors
 //
 // [Cmd.Wait] returns nil when the command exited 0, an [*ExitError] for any other
@@ -51,7 +64,8 @@
 // # Limitations
 //
 //   - Linux only, with unprivileged user namespaces, Landlock, seccomp and the new
-//     mount API (kernel 5.12 or later); run "moat doctor" to check a host.
+//     mount API (kernel 5.12 or later); without user namespaces, the direct mode
+//     needs Linux 5.19 and Landlock. Run "moat doctor" to check a host.
 //   - Programs built with cgo can't use this package: the init stage changes the
 //     credentials of all threads with syscall.AllThreadsSyscall, which needs
 //     CGO_ENABLED=0.

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/moat-sandbox/moat/internal/spec"
@@ -27,10 +26,14 @@ const resolvConf = "# moat: the sandbox's DNS stub; it answers only names the po
 // or refused.
 type Event = proxy.Event
 
-// proxyEnv points the usual tools at the proxy. moatPath is the moat binary, which
-// serves as git's ssh ProxyCommand; empty leaves GIT_SSH_COMMAND alone.
-func proxyEnv(env []string, moatPath string) []string {
-	hostPort := "127.0.0.1:" + strconv.Itoa(ProxyPort)
+// nsProxyAddr is where the namespace mode's proxy listens, inside the sandbox.
+var nsProxyAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ProxyPort)
+
+// proxyEnv points the usual tools at the proxy, listening at addr. moatPath is the
+// moat binary, which serves as git's ssh ProxyCommand; empty leaves GIT_SSH_COMMAND
+// alone.
+func proxyEnv(env []string, addr netip.AddrPort, moatPath string) []string {
+	hostPort := addr.String()
 	httpURL := "http://" + hostPort
 	noProxy := "localhost,127.0.0.1,::1"
 	set := map[string]string{
@@ -46,7 +49,8 @@ func proxyEnv(env []string, moatPath string) []string {
 		"MOAT_PROXY": hostPort,
 	}
 	// The JVM ignores the variables above; it reads system properties.
-	jvm := fmt.Sprintf("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=%d -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d -Dhttp.nonProxyHosts=localhost|127.0.0.1", ProxyPort, ProxyPort)
+	jvm := fmt.Sprintf("-Dhttp.proxyHost=%[1]s -Dhttp.proxyPort=%[2]d -Dhttps.proxyHost=%[1]s -Dhttps.proxyPort=%[2]d -Dhttp.nonProxyHosts=localhost|127.0.0.1",
+		addr.Addr(), addr.Port())
 	if moatPath != "" {
 		// git over ssh: ssh takes -o before its config files, so this ProxyCommand
 		// wins over one in ~/.ssh/config.

@@ -4,9 +4,9 @@ package sandbox
 
 import (
 	"errors"
-	"io"
 	"os"
 
+	"github.com/moat-sandbox/moat/internal/linux/direct"
 	"github.com/moat-sandbox/moat/internal/linux/launch"
 	"github.com/moat-sandbox/moat/internal/linux/nsinit"
 	"github.com/moat-sandbox/moat/internal/spec"
@@ -17,14 +17,28 @@ import (
 // then; otherwise it returns at once. A program that uses this package must call it
 // first thing in main: the sandbox re-executes the program's own binary.
 func Init() {
-	if len(os.Args) > 1 && os.Args[1] == launch.InitArg {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case launch.InitArg:
 		nsinit.Main()
+	case direct.MainArg:
+		direct.Main()
+	case direct.ExecArg:
+		direct.ExecMain()
 	}
 }
 
-func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, srv *proxy.Server) (process, error) {
-	p, err := launch.Start(s, stdin, stdout, stderr)
+// start builds the sandbox in new namespaces; where the kernel refuses them, it runs
+// the command in the direct mode instead (direct_linux.go). env is the command's
+// environment before proxyEnv.
+func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, error) {
+	p, err := launch.Start(s, c.Stdin, c.Stdout, c.Stderr)
 	if err != nil {
+		if errno, ok := namespacesRefused(err); ok {
+			return c.startDirect(s, env, srv, errno)
+		}
 		return nil, &SetupError{Stage: "namespaces", Err: err,
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
 	}

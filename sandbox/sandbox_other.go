@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"errors"
-	"io"
 	"runtime"
 
 	"github.com/moat-sandbox/moat/internal/spec"
@@ -14,7 +13,7 @@ import (
 // Init does nothing on this platform.
 func Init() {}
 
-func start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, srv *proxy.Server) (process, error) {
+func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, error) {
 	return nil, &SetupError{Stage: "platform", Err: errors.New("moat's sandbox is not available on " + runtime.GOOS),
 		HintText: "moat runs on Linux today; macOS support (Seatbelt) is planned"}
 }

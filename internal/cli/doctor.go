@@ -72,7 +72,21 @@ func writeDoctor(w io.Writer, r probe.Report) {
 		writeField(w, indent, "fix:     ", f.Fix)
 	}
 	fmt.Fprintln(w)
+	if r.Mode.Name != "" {
+		writeField(w, "", "mode:    ", modeLine(r.Mode))
+	}
 	fmt.Fprintln(w, summary(r))
+}
+
+// modeLine says which mode moat run will use, and why.
+func modeLine(m probe.RunMode) string {
+	switch m.Name {
+	case probe.ModeNamespaces:
+		return "moat run uses the namespace mode here: " + m.Detail
+	case probe.ModeDirect:
+		return "moat run uses the direct mode here (no namespaces): " + m.Detail
+	}
+	return "moat run can't build a sandbox here: " + m.Detail
 }
 
 // writeField prints a labelled, possibly multi-line value, continuation lines aligned
@@ -101,15 +115,19 @@ func statusLabel(s probe.Status) string {
 	return "MISSING"
 }
 
-// summary says whether moat run can enforce its full policy with what r found.
+// summary says whether moat run can enforce its full policy with what r found, in the
+// mode it will use: what only the other mode needs is left out.
 func summary(r probe.Report) string {
 	var required, optional []string
 	for _, f := range r.Lacking() {
+		if f.DirectMode && r.Mode.Name == probe.ModeNamespaces || !f.DirectMode && r.Mode.Name == probe.ModeDirect && isNamespace(f.Name) {
+			continue
+		}
 		name := f.Name
 		if f.Status == probe.Partial {
 			name += " (partial)"
 		}
-		if f.Required {
+		if f.Required || f.DirectMode && r.Mode.Name != probe.ModeNamespaces {
 			required = append(required, name)
 		} else {
 			optional = append(optional, name)
@@ -118,6 +136,20 @@ func summary(r probe.Report) string {
 	switch {
 	case len(r.Features) == 0:
 		return "summary: moat doctor probed nothing, which is a bug in moat: assume moat run enforces nothing."
+	case r.Mode.Name == probe.ModeNone:
+		return "summary: moat run can NOT build a sandbox here: it lacks " + strings.Join(required, ", ") + ".\n" +
+			"         Make user namespaces available, or fix the direct mode's needs (see above)."
+	case r.Mode.Name == probe.ModeDirect:
+		s := "summary: moat run uses its direct mode here: the same policy from Landlock, seccomp and a supervising\n" +
+			"         process, less what README \"Hosts without user namespaces\" lists. Make user namespaces\n" +
+			"         available (see above) for the namespace mode."
+		if len(required) > 0 {
+			s += "\n         It also lacks: " + strings.Join(required, ", ") + "."
+		}
+		if len(optional) > 0 {
+			s += "\n         Weaker fallbacks also apply for: " + strings.Join(optional, ", ") + "."
+		}
+		return s
 	case len(required) > 0:
 		s := "summary: moat run can NOT enforce its full policy here: it lacks " + strings.Join(required, ", ") + ".\n" +
 			"         Fix these, or accept knowingly that the layers they provide are lost."
@@ -130,4 +162,13 @@ func summary(r probe.Report) string {
 			strings.Join(optional, ", ") + " (see meaning above)."
 	}
 	return "summary: moat run can enforce its full policy here."
+}
+
+// isNamespace reports whether name is one of the namespaces the namespace mode creates.
+func isNamespace(name string) bool {
+	switch name {
+	case probe.UserNS, probe.MountNS, probe.PIDNS, probe.NetNS, probe.IPCNS, probe.UTSNS:
+		return true
+	}
+	return false
 }

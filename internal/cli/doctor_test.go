@@ -132,3 +132,72 @@ func TestDoctorSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorSummaryModes: the summary speaks of the mode moat run will use, and leaves
+// out what only the other mode needs.
+func TestDoctorSummaryModes(t *testing.T) {
+	noUserNS := probe.Feature{Name: probe.UserNS, Status: probe.Missing, Required: true}
+	noNetNS := probe.Feature{Name: probe.NetNS, Status: probe.Missing, Required: true}
+	ok := probe.Feature{Name: probe.Landlock, Status: probe.Available, Required: true}
+	noGetfd := probe.Feature{Name: probe.PidfdGetfd, Status: probe.Missing, DirectMode: true}
+	noCgroup := probe.Feature{Name: probe.CgroupV2, Status: probe.Missing}
+	tests := []struct {
+		name     string
+		mode     string
+		features []probe.Feature
+		want     []string
+		notWant  []string
+	}{
+		{"namespaces, direct needs missing", probe.ModeNamespaces, []probe.Feature{ok, noGetfd},
+			[]string{"can enforce its full policy here."}, []string{"pidfd_getfd", "NOT"}},
+		{"direct", probe.ModeDirect, []probe.Feature{noUserNS, noNetNS, ok, noCgroup},
+			[]string{"uses its direct mode here", `README "Hosts without user namespaces"`, "fallbacks also apply for: cgroup v2"},
+			[]string{"NOT", "lacks", "network namespace"}},
+		{"none", probe.ModeNone, []probe.Feature{noUserNS, ok, noGetfd},
+			[]string{"can NOT build a sandbox here: it lacks user namespaces, pidfd_getfd."}, []string{"direct mode here"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(probe.Report{Features: tt.features, Mode: probe.RunMode{Name: tt.mode}})
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("summary lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("summary has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestModeLine(t *testing.T) {
+	for _, c := range []struct{ mode, want string }{
+		{probe.ModeNamespaces, "moat run uses the namespace mode here: why"},
+		{probe.ModeDirect, "moat run uses the direct mode here (no namespaces): why"},
+		{probe.ModeNone, "moat run can't build a sandbox here: why"},
+	} {
+		if got := modeLine(probe.RunMode{Name: c.mode, Detail: "why"}); got != c.want {
+			t.Errorf("modeLine(%s) = %q, want %q", c.mode, got, c.want)
+		}
+	}
+}
+
+func TestDoctorSummaryUnchanged(t *testing.T) {
+	// A report without a mode (an old JSON report) is summarised as before.
+	for _, tt := range []struct {
+		features []probe.Feature
+		want     string
+	}{
+		{[]probe.Feature{{Name: probe.Landlock, Status: probe.Available, Required: true}}, "can enforce its full policy here."},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			got := summary(probe.Report{Features: tt.features})
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("summary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -66,8 +66,11 @@ func (l *eventLog) summary(w io.Writer) {
 		if ev.Port != 0 {
 			what += ":" + strconv.Itoa(ev.Port)
 		}
-		if ev.Proto == "dns" {
+		switch ev.Proto {
+		case "dns":
 			what = "DNS lookup of " + ev.Host
+		case "listen":
+			what = "listening on " + ev.Addr
 		}
 		line := "moat: blocked " + what
 		if n := l.counts[i]; n > 1 {

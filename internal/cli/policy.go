@@ -287,6 +287,16 @@ func writePolicy(w io.Writer, lp *loadedPolicy, ignored []ignorefile.Match, walk
 			fmt.Fprintf(w, "  %s\n", b.what)
 		}
 	}
+
+	fmt.Fprintln(w, "\nhosts without user namespaces (README \"Hosts without user namespaces\")")
+	if rn := p.RequireNamespaces; rn.On {
+		fmt.Fprintf(w, "  direct mode forbidden: moat run fails instead (%s)\n", rn.Origin)
+	} else {
+		fmt.Fprintln(w, "  direct mode allowed: Landlock, seccomp and supervision, without namespaces")
+	}
+	if us := p.AllowUnscopedSignals; us.On {
+		fmt.Fprintf(w, "  unscoped signals accepted on kernels with Landlock ABI < 6 (%s)\n", us.Origin)
+	}
 }
 
 // writeProfiles lists the built-in profiles and the user's.
@@ -439,6 +449,8 @@ func newPolicyView(lp *loadedPolicy, ignored []ignorefile.Match, walkErr error, 
 			"allowAllUnixSockets":  p.Network.AllowAllUnixSockets,
 			"allowLocalBinding":    p.Network.AllowLocalBinding,
 			"allowPlaintextInject": p.Network.AllowPlaintextInject,
+			"requireNamespaces":    p.RequireNamespaces.On,
+			"allowUnscopedSignals": p.AllowUnscopedSignals.On,
 		},
 		IgnoreViol: p.IgnoreViolations,
 	}

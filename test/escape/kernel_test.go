@@ -9,6 +9,19 @@ import (
 	"testing"
 )
 
+// seccompVerdicts are kernel_probe.py's results inside the sandbox: the errno of each
+// system call moat's seccomp filter removes.
+var seccompVerdicts = map[string]string{
+	"unshare_user": "EPERM", "unshare_mount": "EPERM", "unshare_net": "EPERM",
+	"mount_tmpfs": "EPERM", "io_uring_setup": "ENOSYS", "clone3": "ENOSYS",
+	"bpf": "EPERM", "userfaultfd": "EPERM", "keyctl": "EPERM", "perf_event_open": "EPERM",
+	"personality_no_aslr": "EPERM", "open_tree": "EPERM", "fsopen": "EPERM",
+	"open_by_handle_at": "EPERM", "ptrace_traceme": "EPERM", "setns_net": "EPERM",
+	"socket_af_packet": "EPERM", "socket_af_vsock": "EPERM", "socket_mptcp": "EPERM",
+	"socket_mptcp_cloexec": "EPERM", "socket_mptcp6": "EPERM", "socket_raw_icmp": "EPERM",
+	"socket_inet_packet": "EPERM",
+}
+
 // testKernelSurface: the kernel interfaces the seccomp filter removes answer with the
 // exact errno, from real system calls made inside. There is no host artifact for
 // these, so the verdict is the errno, compared exactly; a control run outside shows
@@ -28,20 +41,10 @@ func testKernelSurface(t *testing.T) {
 
 	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
 	got := lines(readFile(t, filepath.Join(b.ws, "probe")))
-	want := map[string]string{
-		"unshare_user": "EPERM", "unshare_mount": "EPERM", "unshare_net": "EPERM",
-		"mount_tmpfs": "EPERM", "io_uring_setup": "ENOSYS", "clone3": "ENOSYS",
-		"bpf": "EPERM", "userfaultfd": "EPERM", "keyctl": "EPERM", "perf_event_open": "EPERM",
-		"personality_no_aslr": "EPERM", "open_tree": "EPERM", "fsopen": "EPERM",
-		"open_by_handle_at": "EPERM", "ptrace_traceme": "EPERM", "setns_net": "EPERM",
-		"socket_af_packet": "EPERM", "socket_af_vsock": "EPERM", "socket_mptcp": "EPERM",
-		"socket_mptcp_cloexec": "EPERM", "socket_mptcp6": "EPERM", "socket_raw_icmp": "EPERM",
-		"socket_inet_packet": "EPERM",
-	}
 	if len(got) == 0 {
 		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
 	}
-	for k, w := range want {
+	for k, w := range seccompVerdicts {
 		if got[k] != w {
 			t.Errorf("%s inside the sandbox: %q, want %s", k, got[k], w)
 		}

@@ -116,28 +116,34 @@ func testHostSockets(t *testing.T) {
 	})
 }
 
-func testNamedSockets(t *testing.T) {
-	b := newBox(t)
+// namedSockets starts host listeners on the sockets an agent would go for: an ssh
+// agent's (for SSH_AUTH_SOCK), a bus in the runtime dir, an abstract socket, and the
+// unix sockets at extra. As a control, the host reaches each with the connect.py probe,
+// whose path it returns, with the targets in the probe's syntax.
+func namedSockets(t *testing.T, b *box, extra ...string) (ls map[string]*listener, targets []string, agent, probe string) {
+	t.Helper()
 	agentDir := filepath.Join(b.root, "agent")
 	mkdir(t, agentDir)
-	agent := filepath.Join(agentDir, "agent.sock")
+	agent = filepath.Join(agentDir, "agent.sock")
 	bus := filepath.Join(b.xdg, "bus")
 	abstract := "moat-test-" + token("abs")
-	ls := map[string]*listener{
+	ls = map[string]*listener{
 		"unix:" + agent:        listen(t, "unix", agent),
 		"unix:" + bus:          listen(t, "unix", bus),
 		"abstract:" + abstract: listen(t, "unix", "@"+abstract),
 	}
-	for _, p := range []string{agent, bus} {
+	for _, p := range extra {
+		ls["unix:"+p] = listen(t, "unix", p)
+	}
+	for _, p := range append([]string{agent, bus}, extra...) {
 		if err := os.Chmod(p, 0o777); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var targets []string
 	for tgt := range ls {
 		targets = append(targets, tgt)
 	}
-	probe := b.tool("connect.py")
+	probe = b.tool("connect.py")
 
 	// Control: from the host, the same program reaches every listener.
 	ctl := b.host(b.ws, nil, "python3", append([]string{probe}, targets...)...)
@@ -146,7 +152,12 @@ func testNamedSockets(t *testing.T) {
 			t.Fatalf("control: the host could not connect to %s:\n%s", tgt, ctl)
 		}
 	}
+	return ls, targets, agent, probe
+}
 
+func testNamedSockets(t *testing.T) {
+	b := newBox(t)
+	ls, targets, agent, probe := namedSockets(t, b)
 	servers := b.tool("servers.py")
 	r := b.run(opts{
 		env:    []string{"SSH_AUTH_SOCK=" + agent},

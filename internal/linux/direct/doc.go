@@ -31,8 +31,10 @@
 // connect or listen ("blocked connect to 1.2.3.4:443 by process 1234: not the proxy"). A's
 // environment is empty; the command's comes from the Spec, with TMPDIR, TMP, TEMP and
 // TEMPDIR pointing at the private temp dir. [Start] does all of this for the supervisor
-// (and makes and removes the temp dir if the Spec names none); the CLI only has to
-// dispatch MainArg to Main and ExecArg to ExecMain, as it does launch.InitArg.
+// (and makes and removes the temp dir if the Spec names none); sandbox.Init dispatches
+// MainArg to Main and ExecArg to ExecMain, as it does launch.InitArg, and
+// sandbox/direct_linux.go falls back to this mode when the kernel refuses the
+// namespace init's clone, building the Spec from the same plan.
 //
 // # Filesystem: Landlock, granted around
 //
@@ -186,7 +188,8 @@
 // there is no signal scoping: the command can signal every process of the user, A
 // included, and killing A would orphan the sandbox to the host's init (calls sent to A then
 // fail with ENOSYS, so nothing opens up, but daemons survive). Main refuses to run there
-// unless Spec.AllowUnscopedSignals is set, and the supervisor must then say so. A fork bomb
+// unless Spec.AllowUnscopedSignals is set (moat.allowUnscopedSignals), and moat's note
+// then names the gap. A fork bomb
 // is limited only by RLIMIT_NPROC: without a cgroup the reaper can only outrun it.
 //
 // # Testing on hosts without user namespaces

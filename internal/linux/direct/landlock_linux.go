@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// LandlockABI returns the kernel's Landlock ABI version, or an error if it has none:
+// the supervisor checks it before choosing the direct mode (ABI 6 scopes signals).
+func LandlockABI() (int, error) { return landlockABI() }
+
 // landlockABI returns the kernel's Landlock ABI version, or an error if it has none.
 func landlockABI() (int, error) {
 	abi, err := llsys.LandlockGetABIVersion()

@@ -15,6 +15,9 @@ type Spec struct {
 	// TempDir is an empty directory, mode 0700, the supervisor made for this run and
 	// removes afterwards; TMPDIR, TMP, TEMP and TEMPDIR point at it.
 	TempDir string `json:"tempDir"`
+	// TempDirMade says Start made TempDir (and Wait removes it). If the supervisor
+	// dies first (SIGKILL), the supervisor stage removes it once the sandbox is gone.
+	TempDirMade bool `json:"tempDirMade,omitempty"`
 	// Devices are device files besides the built-in list (/dev/null, /dev/tty, ...) the
 	// command may read and write: the terminal its standard streams are on.
 	Devices []string `json:"devices,omitempty"`

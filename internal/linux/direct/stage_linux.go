@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +58,7 @@ type execFailure struct {
 // guarded directories, filesystem) calls; it forwards signals and reports how the command
 // ended, after killing whatever the command left behind.
 func Main() {
+	refuseByHand(MainArg, ctlFD, unix.S_IFIFO)
 	// Terminal signals reach the whole foreground process group; this stage only
 	// forwards what the supervisor asks it to.
 	signal.Notify(make(chan os.Signal, 16), syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
@@ -71,6 +73,17 @@ func Main() {
 	res := supervise(ctl, events)
 	_ = json.NewEncoder(result).Encode(res)
 	os.Exit(0)
+}
+
+// refuseByHand exits with an error when a stage's first descriptor isn't what its
+// caller passes (typ: S_IFIFO, a pipe from Start; S_IFSOCK, the supervisor stage's
+// socket): it was run by hand, not by moat run, and would otherwise end silently.
+func refuseByHand(arg string, fd int, typ uint32) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != typ {
+		fmt.Fprintf(os.Stderr, "moat: error: %s is an internal stage of 'moat run'; it is not run by hand\n", arg)
+		os.Exit(125)
+	}
 }
 
 func fail(stage string, err error, hint string) spec.Result {
@@ -118,7 +131,7 @@ func supervise(ctl *bufio.Reader, events *os.File) spec.Result {
 	}
 	if abi < 6 && !s.AllowUnscopedSignals {
 		return fail("landlock", fmt.Errorf("Landlock ABI %d can't confine signals to the sandbox (ABI 6, Linux 6.12, can): without a pid namespace the command could signal every process of yours, moat's own included", abi),
-			"use Linux 6.12 or newer, or allow unscoped signals in the config and accept that risk")
+			"use Linux 6.12 or newer, or accept that risk with \"moat\": {\"allowUnscopedSignals\": true} in the user config")
 	}
 	plan, err := NewPlan(&s, abi)
 	if err != nil {
@@ -224,10 +237,19 @@ func supervise(ctl *bufio.Reader, events *os.File) spec.Result {
 	}
 	debugf("command started as process %d", proc.Pid)
 
+	var gone atomic.Bool
+	defer func() {
+		// Runs after every process of the sandbox is dead. Without the supervisor
+		// (SIGKILLed), nobody else would remove the temp dir it made.
+		if gone.Load() && s.TempDirMade && s.TempDir != "" {
+			removeTempDir(s.TempDir)
+		}
+	}()
 	go func() {
 		for {
 			b, err := ctl.ReadByte()
 			if err != nil { // the supervisor is gone: end the sandbox
+				gone.Store(true)
 				proc.Signal(unix.SIGKILL)
 				return
 			}
@@ -301,6 +323,7 @@ func receive(conn *os.File) (*connbroker.Listener, *execFailure, error) {
 // (handing its listener to the supervisor stage), and execs the command, with only
 // descriptors 0, 1 and 2.
 func ExecMain() {
+	refuseByHand(ExecArg, execCtlFD, unix.S_IFSOCK)
 	runtime.LockOSThread() // capabilities and the exec belong to this thread
 	ctl := os.NewFile(execCtlFD, "ctl")
 	_ = unix.CloseRange(rulesetFD+1, ^uint(0), 0)

@@ -51,7 +51,7 @@ func Start(s *Spec, stdin io.Reader, stdout, stderr io.Writer, onEvent func(conn
 			os.Remove(dir)
 			return nil, fmt.Errorf("private temp dir: %w", err)
 		}
-		sc.TempDir, p.tempDir = dir, dir
+		sc.TempDir, sc.TempDirMade, p.tempDir = dir, true, dir
 	}
 	sc.Devices = append(append([]string(nil), s.Devices...), terminals(stdin, stdout, stderr)...)
 	data, err := json.Marshal(&sc)
@@ -140,19 +140,24 @@ func terminals(files ...any) []string {
 }
 
 // cleanup removes the private temp dir Start made. Everything that ran in the sandbox is
-// dead by now; directories it made unreadable or unwritable are opened up first (the walk
-// never follows a symlink: entries that are links aren't directories to it).
+// dead by now.
 func (p *Process) cleanup() {
-	if p.tempDir == "" {
-		return
+	if p.tempDir != "" {
+		removeTempDir(p.tempDir)
 	}
-	_ = filepath.WalkDir(p.tempDir, func(path string, d fs.DirEntry, err error) error {
+}
+
+// removeTempDir removes a private temp dir, opening up the directories the sandbox made
+// unreadable or unwritable first (the walk never follows a symlink: entries that are
+// links aren't directories to it).
+func removeTempDir(dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			_ = os.Chmod(path, 0o700)
 		}
 		return nil
 	})
-	os.RemoveAll(p.tempDir)
+	os.RemoveAll(dir)
 }
 
 // Signal asks the supervisor stage to send sig to the command.

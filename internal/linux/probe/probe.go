@@ -58,6 +58,7 @@ const (
 	CgroupV2      = "cgroup v2"
 	MountSetattr  = "mount_setattr"
 	Pidfd         = "pidfd"
+	PidfdGetfd    = "pidfd_getfd"
 	TIOCSTI       = "TIOCSTI"
 	MPTCP         = "MPTCP"
 )
@@ -75,6 +76,62 @@ type Feature struct {
 	// Required is true when moat's full policy loses a layer without this feature,
 	// rather than falling back to a weaker mechanism.
 	Required bool
+	// DirectMode is true for a feature only the direct mode (moat run on a host
+	// without user namespaces) needs; the namespace mode does without it.
+	DirectMode bool `json:",omitempty"`
+}
+
+// Run modes: how moat run builds its sandbox.
+const (
+	ModeNamespaces = "namespaces" // user, mount, pid, network, ipc and uts namespaces
+	ModeDirect     = "direct"     // no namespaces: Landlock, seccomp and a supervisor
+	ModeNone       = "none"       // neither can be built: moat run fails
+)
+
+// RunMode is how moat run will build its sandbox on the host a Report describes.
+type RunMode struct {
+	Name   string // ModeNamespaces, ModeDirect or ModeNone
+	Detail string // why, and what the direct mode needs from the config
+}
+
+// namespaceFeatures are the namespaces moat run creates in one clone: if any is
+// missing, the clone fails and moat run uses the direct mode.
+var namespaceFeatures = []string{UserNS, MountNS, PIDNS, NetNS, IPCNS, UTSNS}
+
+// directFeatures are what the direct mode can't run without.
+var directFeatures = []string{Landlock, Seccomp, SeccompNotify, Pidfd, PidfdGetfd}
+
+// mode predicts moat run's mode from the features.
+func (r Report) mode() RunMode {
+	var lackNS []string
+	for _, name := range namespaceFeatures {
+		if f, ok := r.Feature(name); !ok || f.Status != Available {
+			lackNS = append(lackNS, name)
+		}
+	}
+	if len(lackNS) == 0 {
+		return RunMode{ModeNamespaces, "user, mount, pid, network, ipc and uts namespaces, with Landlock and seccomp inside"}
+	}
+	why := "user namespaces are unavailable"
+	if f, _ := r.Feature(UserNS); f.Status == Available {
+		why = "the " + strings.Join(lackNS, ", ") + " can't be created"
+	}
+	var lack []string
+	for _, name := range directFeatures {
+		f, ok := r.Feature(name)
+		if !ok || f.Status == Missing || f.Status == Partial && name != Landlock {
+			lack = append(lack, name)
+		}
+	}
+	switch {
+	case len(lack) > 0:
+		return RunMode{ModeNone, why + ", and the direct mode lacks " + strings.Join(lack, ", ") + ": moat run fails here"}
+	case r.LandlockABI < LandlockFullABI:
+		return RunMode{ModeDirect, fmt.Sprintf("%s; Landlock ABI %d can't confine signals to the sandbox, so moat run refuses to run "+
+			"unless the user config accepts that with \"moat\": {\"allowUnscopedSignals\": true}", why, r.LandlockABI)}
+	}
+	return RunMode{ModeDirect, why + "; Landlock, seccomp and a supervising process enforce the policy, " +
+		"except what README \"Hosts without user namespaces\" lists (\"moat\": {\"requireNamespaces\": true} forbids this mode)"}
 }
 
 // Report is what this host can enforce.
@@ -87,6 +144,8 @@ type Report struct {
 	Features []Feature
 	// LandlockABI is the kernel's Landlock ABI version; 0 when Landlock is unusable.
 	LandlockABI int
+	// Mode is how moat run will build its sandbox here.
+	Mode RunMode
 }
 
 // Feature returns the feature with the given name, one of the constants above.

@@ -31,8 +31,9 @@ func Detect() Report {
 	ll, abi := landlock()
 	r.LandlockABI = abi
 	sc := seccomp()
-	r.Features = append(r.Features, ll, sc, seccompNotify(), cgroupV2(), mountSetattr(), pidfd(),
+	r.Features = append(r.Features, ll, sc, seccompNotify(), cgroupV2(), mountSetattr(), pidfd(), pidfdGetfd(),
 		tiocsti(sc.Status == Available), mptcp(sc.Status == Available))
+	r.Mode = r.mode()
 	return r
 }
 
@@ -386,22 +387,72 @@ func seccomp() Feature {
 	return f
 }
 
-// seccompNotify reads the kernel's list of seccomp return actions.
+// listenerFlags are the flags the direct mode installs its broker filter with
+// (internal/linux/seccomp.InstallListener); the newest, WAIT_KILLABLE_RECV, came in
+// Linux 5.19, after everything else the broker uses (CONTINUE, ADDFD with SEND).
+const listenerFlags = unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH |
+	unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+
+// seccompNotify reads the kernel's list of seccomp return actions and checks the
+// listener flags the direct mode needs: seccomp(SECCOMP_SET_MODE_FILTER) with a NULL
+// program checks the flags (EINVAL) before it reads the program (EFAULT), so nothing
+// is installed.
 func seccompNotify() Feature {
-	f := Feature{Name: SeccompNotify}
+	f := Feature{Name: SeccompNotify, DirectMode: true}
+	f.Meaning = "no direct mode: where user namespaces are unavailable, moat run can't run at all"
 	avail := sysctl("/proc/sys/kernel/seccomp/actions_avail")
 	switch {
 	case avail == "":
 		f.Detail = "/proc/sys/kernel/seccomp/actions_avail unreadable"
-	case slices.Contains(strings.Fields(avail), "user_notif"):
-		f.Status = Available
-		f.Detail = "user_notif is in kernel.seccomp.actions_avail"
-		return f
-	default:
+	case !slices.Contains(strings.Fields(avail), "user_notif"):
 		f.Detail = "actions_avail: " + avail
+	default:
+		_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, listenerFlags, 0)
+		if errno == unix.EFAULT {
+			f.Status = Available
+			f.Detail = "user_notif is in kernel.seccomp.actions_avail; the listener flags the direct mode uses are accepted"
+			f.Meaning = ""
+			return f
+		}
+		f.Status = Partial
+		f.Detail = "user_notif is in kernel.seccomp.actions_avail, but seccomp refuses the listener flags the direct mode uses (TSYNC_ESRCH, WAIT_KILLABLE_RECV): " + errno.Error()
+		f.Fix = "use Linux 5.19 or newer"
+		return f
 	}
-	f.Meaning = "moat can't have syscalls decided by a supervisor; seccomp rules can only allow or deny"
-	f.Fix = "use Linux 5.0 or newer built with CONFIG_SECCOMP_FILTER=y"
+	f.Fix = "use Linux 5.19 or newer built with CONFIG_SECCOMP_FILTER=y"
+	return f
+}
+
+// pidfdGetfd takes a copy of one of this process's own descriptors with pidfd_getfd and
+// reads its own memory with process_vm_readv: the direct mode's broker does both to the
+// sandboxed process (a container's seccomp profile may deny them).
+func pidfdGetfd() Feature {
+	f := Feature{Name: PidfdGetfd, DirectMode: true}
+	fail := func(what string, err error) Feature {
+		f.Detail = what + ": " + err.Error()
+		f.Meaning = "no direct mode: where user namespaces are unavailable, moat run can't run at all"
+		if errors.Is(err, unix.ENOSYS) {
+			f.Fix = "use Linux 5.6 or newer"
+		} else {
+			f.Fix = "run moat outside the container or sandbox, or allow " + what + " in its seccomp profile"
+		}
+		return f
+	}
+	pfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fail("pidfd_open", err)
+	}
+	defer unix.Close(pfd)
+	fd, err := unix.PidfdGetfd(pfd, pfd, 0)
+	if err != nil {
+		return fail("pidfd_getfd", err)
+	}
+	unix.Close(fd)
+	if err := readOwnMemory(); err != nil {
+		return fail("process_vm_readv", err)
+	}
+	f.Status = Available
+	f.Detail = "pidfd_getfd and process_vm_readv work"
 	return f
 }
 

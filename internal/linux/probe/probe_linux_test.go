@@ -90,7 +90,7 @@ func skipUnlessUserNS(t *testing.T, root bool) {
 func TestDetectShape(t *testing.T) {
 	r := Detect()
 	want := []string{UserNS, MountNS, PIDNS, NetNS, IPCNS, UTSNS, Landlock, Seccomp, SeccompNotify,
-		CgroupV2, MountSetattr, Pidfd, TIOCSTI, MPTCP}
+		CgroupV2, MountSetattr, Pidfd, PidfdGetfd, TIOCSTI, MPTCP}
 	if len(r.Features) != len(want) {
 		t.Fatalf("Detect() has %d features, want %d: %+v", len(r.Features), len(want), r.Features)
 	}
@@ -262,6 +262,29 @@ func TestUserNamespacesLimitZero(t *testing.T) {
 	}
 	if ns, _ := r.Feature(NetNS); ns.Status != Missing || !strings.Contains(ns.Detail, "needs a user namespace") {
 		t.Errorf("network namespace without user namespaces: %+v", ns)
+	}
+	// The host's own direct-mode features hold in there too: moat run would use it.
+	want := ModeDirect
+	if host := Detect(); host.Mode.Name == ModeNone || host.LandlockABI == 0 {
+		want = ModeNone
+	}
+	if r.Mode.Name != want || !strings.Contains(r.Mode.Detail, "user namespaces are unavailable") {
+		t.Errorf("mode with user.max_user_namespaces=0: %+v, want %s", r.Mode, want)
+	}
+}
+
+func TestDirectModeFeaturesHost(t *testing.T) {
+	r := Detect()
+	if !versionAtLeast(r.Kernel[len("Linux "):], "5.19") {
+		t.Skipf("kernel %s predates the direct mode's seccomp flags", r.Kernel)
+	}
+	if procStatus("Seccomp") != "0" {
+		t.Skip("this process is already under a seccomp filter, which may deny what is probed")
+	}
+	for _, name := range []string{SeccompNotify, PidfdGetfd} {
+		if f, _ := r.Feature(name); f.Status != Available || !f.DirectMode {
+			t.Errorf("%s on %s: %+v", name, r.Kernel, f)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ func Detect() Report {
 		Root:   os.Geteuid() == 0,
 	}
 	for _, name := range []string{UserNS, MountNS, PIDNS, NetNS, IPCNS, UTSNS, Landlock, Seccomp,
-		SeccompNotify, CgroupV2, MountSetattr, Pidfd, TIOCSTI, MPTCP} {
+		SeccompNotify, CgroupV2, MountSetattr, Pidfd, PidfdGetfd, TIOCSTI, MPTCP} {
 		r.Features = append(r.Features, Feature{
 			Name:     name,
 			Status:   Missing,
@@ -27,5 +27,6 @@ func Detect() Report {
 			Required: true,
 		})
 	}
+	r.Mode = RunMode{Name: ModeNone, Detail: "moat's sandbox needs Linux"}
 	return r
 }

@@ -110,3 +110,60 @@ func TestReportFeature(t *testing.T) {
 		t.Errorf("Lacking() = %+v, want cgroup v2 then MPTCP", lack)
 	}
 }
+
+// TestMode: moat run's mode follows from the features, as its launch does: all six
+// namespaces in one clone, else the direct mode if it has what it needs.
+func TestMode(t *testing.T) {
+	ok := func(names ...string) []Feature {
+		var fs []Feature
+		for _, n := range names {
+			fs = append(fs, Feature{Name: n, Status: Available})
+		}
+		return fs
+	}
+	all := append(ok(namespaceFeatures...), ok(directFeatures...)...)
+	with := func(fs []Feature, name string, st Status) []Feature {
+		out := append([]Feature(nil), fs...)
+		for i := range out {
+			if out[i].Name == name {
+				out[i].Status = st
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		features []Feature
+		abi      int
+		mode     string
+		detail   []string // substrings of Detail
+	}{
+		{"everything", all, 7, ModeNamespaces, []string{"uts namespaces"}},
+		{"no user namespaces", with(all, UserNS, Missing), 7, ModeDirect, []string{"user namespaces are unavailable", "requireNamespaces"}},
+		{"user namespace without capabilities", with(all, UserNS, Partial), 7, ModeDirect, []string{"user namespaces are unavailable"}},
+		{"one namespace inside fails", with(all, NetNS, Missing), 7, ModeDirect, []string{"the network namespace can't be created"}},
+		// IPC and UTS are created in the same clone: missing one, launch fails too.
+		{"no uts namespace", with(all, UTSNS, Missing), 7, ModeDirect, []string{"uts namespace"}},
+		{"old Landlock", with(with(all, UserNS, Missing), Landlock, Partial), 4, ModeDirect,
+			[]string{"Landlock ABI 4", `"allowUnscopedSignals": true`}},
+		{"no Landlock", with(with(all, UserNS, Missing), Landlock, Missing), 0, ModeNone, []string{"lacks landlock", "fails"}},
+		{"old seccomp", with(with(all, UserNS, Missing), SeccompNotify, Partial), 7, ModeNone, []string{"lacks seccomp user notification"}},
+		{"no pidfd_getfd", with(with(all, UserNS, Missing), PidfdGetfd, Missing), 7, ModeNone, []string{"pidfd_getfd"}},
+		// The direct mode's needs don't matter where namespaces work.
+		{"namespaces without direct needs", with(all, PidfdGetfd, Missing), 7, ModeNamespaces, nil},
+		{"nothing probed", nil, 0, ModeNone, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Report{Features: tt.features, LandlockABI: tt.abi}.mode()
+			if m.Name != tt.mode {
+				t.Errorf("mode %q (%s), want %q", m.Name, m.Detail, tt.mode)
+			}
+			for _, d := range tt.detail {
+				if !strings.Contains(m.Detail, d) {
+					t.Errorf("Detail %q lacks %q", m.Detail, d)
+				}
+			}
+		})
+	}
+}

