@@ -122,7 +122,7 @@ func (c *Cmd) Start() error {
 		Dir:      dir,
 		Mounts:   p.mounts,
 		Writable: p.writable,
-		Net:      &spec.Net{ProxyPort: ProxyPort},
+		Net:      &spec.Net{ProxyPort: ProxyPort, HostPorts: loopbackPorts(c.Policy)},
 		Debug:    c.Debug != nil,
 	}
 	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}

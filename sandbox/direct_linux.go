@@ -96,8 +96,13 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, why sys
 		return nil, &SetupError{Stage: "network", Err: fmt.Errorf("proxy listener on the host's loopback: %w", err)}
 	}
 	proxyAddr := ln.Addr().(*net.TCPAddr).AddrPort()
+	tcp := []netip.AddrPort{proxyAddr}
+	for _, port := range loopbackPorts(c.Policy) {
+		// Listed host loopback ports: reachable directly, as in the namespace mode.
+		tcp = append(tcp, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)))
+	}
 	pol := connbroker.Policy{
-		TCP:          []netip.AddrPort{proxyAddr},
+		TCP:          tcp,
 		Unix:         c.directUnixSockets(s.Mounts, env),
 		LocalBinding: c.Policy.Network.AllowLocalBinding,
 	}

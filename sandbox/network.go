@@ -126,6 +126,32 @@ func checkName(pol *policy.Policy) func(host string) proxy.Decision {
 	}
 }
 
+// loopbackPorts are the host loopback ports the policy allows by literal
+// ("127.0.0.1:5432", "localhost:5432", "[::1]:5432"): besides being reachable
+// through the proxy, each is forwarded from the sandbox's own 127.0.0.1, so a
+// client that knows nothing of proxies (psql, redis-cli) reaches the host's
+// server there. Only listed ports: the rest of the host's loopback stays out.
+func loopbackPorts(pol *policy.Policy) []int {
+	var out []int
+	seen := map[int]bool{ProxyPort: true, 53: true}
+	for _, r := range pol.Network.AllowedDomains {
+		if r.Port == 0 || seen[r.Port] {
+			continue
+		}
+		switch r.Host {
+		case "127.0.0.1", "::1", "localhost":
+		default:
+			continue
+		}
+		if !pol.ExplainHost("127.0.0.1", r.Port).Allowed {
+			continue // a deny rule wins
+		}
+		seen[r.Port] = true
+		out = append(out, r.Port)
+	}
+	return out
+}
+
 func hostForFlag(host string) string {
 	if strings.Contains(host, ":") {
 		return "[" + host + "]"

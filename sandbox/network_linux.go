@@ -102,7 +102,7 @@ func forwardHostPort(ln net.Listener, port int, events func(proxy.Event)) {
 			up, err := d.DialContext(context.Background(), "tcp", target.String())
 			if events != nil {
 				ev := proxy.Event{Kind: "net", Action: "allow", Proto: "host-port", Host: "127.0.0.1", Port: port, Addr: target.String(),
-					Rule: "moat.hostPorts " + strconv.Itoa(port)}
+					Rule: "network.allowedDomains 127.0.0.1:" + strconv.Itoa(port)}
 				if err != nil {
 					ev.Action, ev.Reason = "deny", "dial-failed"
 				}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -365,5 +366,63 @@ func TestDenyWriteMissing(t *testing.T) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists on the host after the run (created inside, or a placeholder left behind)", p)
 		}
+	}
+}
+
+// TestHostLoopbackPort: a host loopback port the policy lists by literal is
+// reachable from the sandbox's own 127.0.0.1 without a proxy; another is not.
+// Judged by the host listeners' accept counts.
+func TestHostLoopbackPort(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed: it is the connecting client inside")
+	}
+	f := newFixture(t)
+	accepted := func() (int, *int32) {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		n := new(int32)
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				atomic.AddInt32(n, 1)
+				c.Close()
+			}
+		}()
+		return l.Addr().(*net.TCPAddr).Port, n
+	}
+	allowed, nAllowed := accepted()
+	other, nOther := accepted()
+	pol, err := policy.Compile(nil, policy.Flags{AllowNet: []string{"127.0.0.1:" + strconv.Itoa(allowed)}}, policy.Env{Cwd: f.ws, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import socket, sys
+for p in sys.argv[1:]:
+    try:
+        socket.create_connection(("127.0.0.1", int(p)), timeout=5).close(); print(p, "OK")
+    except OSError as e:
+        print(p, e)
+`
+	cmd := sandbox.Command(pol, "python3", "-c", script, strconv.Itoa(allowed), strconv.Itoa(other))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && atomic.LoadInt32(nAllowed) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := atomic.LoadInt32(nAllowed); got != 1 {
+		t.Errorf("the listed host port accepted %d connections, want 1\ninside:\n%s", got, out.String())
+	}
+	if got := atomic.LoadInt32(nOther); got != 0 {
+		t.Errorf("an unlisted host loopback port accepted %d connections\ninside:\n%s", got, out.String())
 	}
 }
