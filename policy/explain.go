@@ -115,7 +115,7 @@ func (p *Policy) ExplainPath(path string) PathVerdict {
 // match. With rulesOnly, protected entries are left out (they are added later).
 func (p *Policy) ruleNodes(path string, rulesOnly bool) map[string]*ruleNode {
 	nodes := map[string]*ruleNode{}
-	anc := ancestors(path)
+	anc := Ancestors(path)
 	at := func(a string) *ruleNode {
 		n := nodes[a]
 		if n == nil {
@@ -167,10 +167,10 @@ func (p *Policy) ruleNodes(path string, rulesOnly bool) map[string]*ruleNode {
 func globAncestor(pattern string, anc []string) (string, bool) {
 	want := -1
 	if !strings.Contains(pattern, "**") {
-		want = depth(pattern)
+		want = Depth(pattern)
 	}
 	for _, a := range anc {
-		if want >= 0 && depth(a) != want {
+		if want >= 0 && Depth(a) != want {
 			continue
 		}
 		if ok, err := doublestar.PathMatch(pattern, a); err == nil && ok {
@@ -186,12 +186,12 @@ func evalNodes(path string, nodes map[string]*ruleNode) PathVerdict {
 	readDepth, privDepth := -1, -1
 	private := false
 	var allowW, denyW, priv *PathRule
-	for _, a := range ancestors(path) {
+	for _, a := range Ancestors(path) {
 		n := nodes[a]
 		if n == nil {
 			continue
 		}
-		d := depth(a)
+		d := Depth(a)
 		if n.private != nil {
 			privDepth, readDepth = d, d
 			allowW, priv, private = nil, n.private, true
@@ -277,7 +277,7 @@ func (p *Policy) hints(v *PathVerdict) {
 		switch r.Kind {
 		case KindDenyRead:
 			name, secret := SecretName(r.Origin)
-			deeper := !r.Glob && depth(r.Path) < depth(v.Path)
+			deeper := !r.Glob && Depth(r.Path) < Depth(v.Path)
 			switch {
 			case secret && deeper:
 				v.ReadHint = fmt.Sprintf("allow with --allow-read %s (only that path), or add %q to \"moat\": {\"allowSecrets\": [...]} in %s (all of %s)",
@@ -459,8 +459,10 @@ func (p *Policy) Resolve(eval func(string) (string, error)) *Policy {
 	return &q
 }
 
-// ancestors lists "/", then each prefix of path, ending with path itself.
-func ancestors(path string) []string {
+// Ancestors lists "/", then each prefix of the absolute, clean path, ending with
+// path itself: the order in which rules on a path's ancestors are weighed (the
+// sandbox's planner walks them the same way).
+func Ancestors(path string) []string {
 	out := []string{"/"}
 	if path == "/" {
 		return out
@@ -473,7 +475,8 @@ func ancestors(path string) []string {
 	return out
 }
 
-func depth(path string) int {
+// Depth is the number of components of an absolute, clean path ("/" is 0).
+func Depth(path string) int {
 	if path == "/" {
 		return 0
 	}

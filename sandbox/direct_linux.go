@@ -17,6 +17,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
 	"github.com/moat-sandbox/moat/internal/linux/direct"
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/policy"
 	"github.com/moat-sandbox/moat/proxy"
 )
 
@@ -243,7 +244,7 @@ func visibleIn(ms []spec.Mount, path string) bool {
 		if m.Path != path && !strings.HasPrefix(path, strings.TrimSuffix(m.Path, "/")+"/") {
 			continue
 		}
-		if d := depth(m.Path); d >= best {
+		if d := policy.Depth(m.Path); d >= best {
 			best = d
 			visible = m.Op != spec.OpTmpfs && m.Op != spec.OpMaskDir && m.Op != spec.OpMaskFile
 		}

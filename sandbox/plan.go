@@ -440,7 +440,7 @@ func (p *planner) protectMissing(rules []policy.Rule) error {
 // rootOf returns the deepest writable root holding path, or "".
 func (p *planner) rootOf(path string) string {
 	best := ""
-	for _, anc := range ancestors(path) {
+	for _, anc := range policy.Ancestors(path) {
 		if n := p.nodes[anc]; n != nil && n.allowWrite && anc != path {
 			best = anc
 		}
@@ -552,12 +552,12 @@ func (p *planner) stateOf(path string) state {
 	st := state{read: true, host: true}
 	readDepth, privDepth := -1, -1
 	allowW, denyW := false, false
-	for _, anc := range ancestors(path) {
+	for _, anc := range policy.Ancestors(path) {
 		n := p.nodes[anc]
 		if n == nil {
 			continue
 		}
-		d := depth(anc)
+		d := policy.Depth(anc)
 		if n.private {
 			privDepth = d
 			allowW = false // a private dir's content is the sandbox's own
@@ -596,7 +596,7 @@ func (p *planner) build() *plan {
 		paths = append(paths, path)
 	}
 	sort.Slice(paths, func(i, j int) bool {
-		if di, dj := depth(paths[i]), depth(paths[j]); di != dj {
+		if di, dj := policy.Depth(paths[i]), policy.Depth(paths[j]); di != dj {
 			return di < dj
 		}
 		return paths[i] < paths[j]
@@ -657,7 +657,7 @@ func findPlaceholder(list []placeholder, path string) (placeholder, bool) {
 
 // inherited is the state path gets from the nearest ancestor that has a step.
 func inherited(given map[string]state, path string) state {
-	anc := ancestors(path)
+	anc := policy.Ancestors(path)
 	for i := len(anc) - 2; i >= 0; i-- { // skip path itself
 		if st, ok := given[anc[i]]; ok {
 			if st.private {
@@ -668,25 +668,4 @@ func inherited(given map[string]state, path string) state {
 		}
 	}
 	return state{read: true, host: true}
-}
-
-// ancestors lists "/", then each prefix of path, ending with path itself.
-func ancestors(path string) []string {
-	out := []string{"/"}
-	if path == "/" {
-		return out
-	}
-	cur := ""
-	for _, part := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		cur += "/" + part
-		out = append(out, cur)
-	}
-	return out
-}
-
-func depth(path string) int {
-	if path == "/" {
-		return 0
-	}
-	return strings.Count(path, "/")
 }

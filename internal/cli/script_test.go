@@ -30,6 +30,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/cli"
 	"github.com/moat-sandbox/moat/internal/linux/probe"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"github.com/moat-sandbox/moat/sandbox"
 )
 
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 type scriptMain struct{ m *testing.M }
 
 func (s scriptMain) Run() int {
-	root, err := pickRoot()
+	root, err := testmoat.PickRoot("MOAT_SCRIPT_DIR")
 	if err == nil {
 		baseDir, err = os.MkdirTemp(root, "moat-script-")
 	}
@@ -64,39 +65,6 @@ func (s scriptMain) Run() int {
 		defer os.RemoveAll(baseDir)
 	}
 	return s.m.Run()
-}
-
-// privateInSandbox are host directories the sandbox covers with a fresh tmpfs.
-var privateInSandbox = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"}
-
-func hiddenInSandbox(dir string) bool {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for _, p := range privateInSandbox {
-		if dir == p || strings.HasPrefix(dir, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func pickRoot() (string, error) {
-	if d := os.Getenv("MOAT_SCRIPT_DIR"); d != "" {
-		return d, nil
-	}
-	if tmp := os.TempDir(); !hiddenInSandbox(tmp) {
-		return tmp, nil
-	}
-	home, err := os.UserHomeDir()
-	if err == nil && !hiddenInSandbox(home) {
-		if f, err := os.CreateTemp(home, ".moat-script-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return home, nil
-		}
-	}
-	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_SCRIPT_DIR", os.TempDir(), home)
 }
 
 func TestScript(t *testing.T) {
@@ -138,7 +106,7 @@ func setupScript(env *testscript.Env) error {
 	tok := "moat-script-" + hex.EncodeToString(b[:])
 	env.Defer(func() {
 		// Whatever a failed check left in the host's shared directories.
-		for _, dir := range append([]string{"/", "/etc"}, privateInSandbox...) {
+		for _, dir := range append([]string{"/", "/etc"}, testmoat.PrivateInSandbox...) {
 			os.Remove(filepath.Join(dir, tok))
 		}
 	})

@@ -29,11 +29,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 //go:embed testdata
@@ -52,7 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := pickRoot()
+	root, err := testmoat.PickRoot("MOAT_ESCAPE_DIR")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "escape tests:", err)
 		return 1
@@ -74,7 +75,7 @@ func testMain(m *testing.M) int {
 	moatBin = os.Getenv("MOAT_BIN")
 	if moatBin == "" {
 		moatBin = filepath.Join(baseDir, "moat")
-		if err := buildMoat(moatBin); err != nil {
+		if err := testmoat.Build(moatBin); err != nil {
 			fmt.Fprintln(os.Stderr, "escape tests: build moat (set MOAT_BIN to use a built binary):", err)
 			return 1
 		}
@@ -83,54 +84,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// buildMoat builds ../../cmd/moat; CGO_ENABLED=0 is required (the init stage uses
-// syscall.AllThreadsSyscall).
-func buildMoat(out string) error {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(gobin, "build", "-o", out, "../../cmd/moat")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, b)
-	}
-	return nil
-}
-
-// privateInSandbox are host directories the sandbox covers with a fresh tmpfs.
-var privateInSandbox = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"}
-
-func hiddenInSandbox(dir string) bool {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for _, p := range privateInSandbox {
-		if dir == p || strings.HasPrefix(dir, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func pickRoot() (string, error) {
-	if d := os.Getenv("MOAT_ESCAPE_DIR"); d != "" {
-		return d, nil
-	}
-	if tmp := os.TempDir(); !hiddenInSandbox(tmp) {
-		return tmp, nil
-	}
-	home, err := os.UserHomeDir()
-	if err == nil && !hiddenInSandbox(home) {
-		if f, err := os.CreateTemp(home, ".moat-escape-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return home, nil
-		}
-	}
-	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_ESCAPE_DIR", os.TempDir(), home)
 }
 
 // box is one test's host directories: a workspace, a fake home, a private runtime

@@ -12,14 +12,13 @@ package interactive_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/moat-sandbox/moat/internal/linux/probe"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 var (
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := pickRoot()
+	root, err := testmoat.PickRoot("MOAT_INTERACTIVE_DIR")
 	if err == nil {
 		baseDir, err = os.MkdirTemp(root, "moat-interactive-")
 	}
@@ -45,7 +44,7 @@ func testMain(m *testing.M) int {
 	moatBin = os.Getenv("MOAT_BIN")
 	if moatBin == "" {
 		moatBin = filepath.Join(baseDir, "moat")
-		if err := buildMoat(moatBin); err != nil {
+		if err := testmoat.Build(moatBin); err != nil {
 			fmt.Fprintln(os.Stderr, "interactive tests: build moat (set MOAT_BIN to use a built binary):", err)
 			return 1
 		}
@@ -54,51 +53,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// buildMoat builds ../../cmd/moat with CGO_ENABLED=0, which moat's init stage needs.
-func buildMoat(out string) error {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(gobin, "build", "-o", out, "../../cmd/moat")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, b)
-	}
-	return nil
-}
-
-// pickRoot returns a host directory the sandbox sees as the host does: not one of
-// those it replaces with a private tmpfs, where a workspace would vanish.
-func pickRoot() (string, error) {
-	if d := os.Getenv("MOAT_INTERACTIVE_DIR"); d != "" {
-		return d, nil
-	}
-	hidden := func(dir string) bool {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			dir = real
-		}
-		for _, p := range []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"} {
-			if dir == p || strings.HasPrefix(dir, p+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	if tmp := os.TempDir(); !hidden(tmp) {
-		return tmp, nil
-	}
-	home, err := os.UserHomeDir()
-	if err == nil && !hidden(home) {
-		if f, err := os.CreateTemp(home, ".moat-interactive-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return home, nil
-		}
-	}
-	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_INTERACTIVE_DIR", os.TempDir(), home)
 }
 
 var (

@@ -30,8 +30,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 var (
@@ -53,7 +54,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := pickRoot()
+	root, err := testmoat.PickRoot("MOAT_NETTEST_DIR")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "network tests:", err)
 		return 1
@@ -80,7 +81,7 @@ func testMain(m *testing.M) int {
 	moatBin = os.Getenv("MOAT_BIN")
 	if moatBin == "" {
 		moatBin = filepath.Join(tools, "moat")
-		if err := buildMoat(moatBin); err != nil {
+		if err := testmoat.Build(moatBin); err != nil {
 			fmt.Fprintln(os.Stderr, "network tests: build moat (set MOAT_BIN to use a built binary):", err)
 			return 1
 		}
@@ -110,17 +111,6 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
-// buildMoat builds ../../cmd/moat; CGO_ENABLED=0 is required (the init stage uses
-// syscall.AllThreadsSyscall).
-func buildMoat(out string) error {
-	cmd := exec.Command(goBin(), "build", "-o", out, "../../cmd/moat")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, b)
-	}
-	return nil
-}
-
 func goBin() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
@@ -143,40 +133,6 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
-}
-
-// privateInSandbox are host directories the sandbox covers with a fresh tmpfs: the
-// tests' files must live elsewhere, or the sandbox would not see them.
-var privateInSandbox = []string{"/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"}
-
-func hiddenInSandbox(dir string) bool {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	for _, p := range privateInSandbox {
-		if dir == p || strings.HasPrefix(dir, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func pickRoot() (string, error) {
-	if d := os.Getenv("MOAT_NETTEST_DIR"); d != "" {
-		return d, nil
-	}
-	if tmp := os.TempDir(); !hiddenInSandbox(tmp) {
-		return tmp, nil
-	}
-	home, err := os.UserHomeDir()
-	if err == nil && !hiddenInSandbox(home) {
-		if f, err := os.CreateTemp(home, ".moat-nettest-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return home, nil
-		}
-	}
-	return "", fmt.Errorf("no host directory the sandbox can see: %s is private inside it and the home directory (%q) is not writable; set MOAT_NETTEST_DIR", os.TempDir(), home)
 }
 
 func isRoot() bool { return os.Getuid() == 0 }

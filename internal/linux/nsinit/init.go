@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linux/privs"
 	"github.com/moat-sandbox/moat/internal/spec"
 )
 
@@ -98,13 +99,15 @@ func run(ctl *bufio.Reader) spec.Result {
 		return fail("chdir", fmt.Errorf("working directory %s is not visible in the sandbox: %w", s.Dir, err),
 			"run moat from a directory the policy lets the command read")
 	}
-	path, err := lookPath(s.Argv[0], s.Env)
+	path, err := privs.LookPath(s.Argv[0], s.Env)
 	if err != nil {
 		r := fail("exec", err, "")
 		r.Errno = int(errnoOf(err))
 		return r
 	}
-	if err := dropCapabilities(); err != nil {
+	// The command is forked from this thread (run locks it), so it starts
+	// with no capabilities either.
+	if err := privs.DropCapabilities(); err != nil {
 		return fail("capabilities", err, "")
 	}
 	abi, err := applyLandlock(s.Writable)

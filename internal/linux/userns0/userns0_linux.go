@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/moat-sandbox/moat/internal/linux/direct"
+	"github.com/moat-sandbox/moat/internal/linux/privs"
 )
 
 // envKey carries the command to run into the re-executed binary.
@@ -60,7 +60,7 @@ func enter(v string) error {
 	}
 	// An empty bounding set means no later execve grants a capability: not to uid 0 (the
 	// caller's root, mapped to itself), not through file capabilities.
-	if err := direct.DropCapabilities(); err != nil {
+	if err := privs.DropCapabilities(); err != nil {
 		return err
 	}
 	return syscall.Exec(r.Path, r.Args, os.Environ())
