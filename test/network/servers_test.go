@@ -75,7 +75,7 @@ func (l *evlog) all() []hit {
 	defer l.mu.Unlock()
 	var out []hit
 	for _, h := range l.hits {
-		if !l.sentinels[h.Remote] && !strings.Contains(h.Path, sentinel) && !strings.Contains(h.Name, sentinel) {
+		if !l.sentinels[h.Remote+" "+h.Local] && !strings.Contains(h.Path, sentinel) && !strings.Contains(h.Name, sentinel) {
 			out = append(out, h)
 		}
 	}
@@ -107,14 +107,16 @@ func (l *evlog) waitIdle(t *testing.T, what string) {
 	}
 }
 
-// markSentinel notes a sentinel connection; hits from its address are not
-// evidence. (A unix socket client has no address: its hits are recognised by the
+// markSentinel notes a sentinel connection; hits on it are not evidence. It is
+// known by both ends: the proxy dials from the same host address, and the same
+// ephemeral port may serve it towards another of the test host's ports at the
+// same time. (A unix socket client has no address: its hits are recognised by the
 // sentinel line instead.)
 func (l *evlog) markSentinel(c net.Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a := c.LocalAddr().String(); a != "" && a != "@" {
-		l.sentinels[a] = true
+		l.sentinels[a+" "+c.RemoteAddr().String()] = true
 	}
 }
 
