@@ -383,4 +383,3 @@ func ExecMain() {
 	err = syscall.Exec(path, es.Argv, es.Env)
 	report("exec", &os.PathError{Op: "exec", Path: path, Err: err})
 }
-
