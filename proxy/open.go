@@ -55,7 +55,7 @@ func (s *Server) decide(ctx context.Context, t target) (*dest, *refusal) {
 	if t.ip.IsValid() {
 		return s.decideLiteral(t)
 	}
-	d := s.Check(t.host, t.port)
+	d := s.ask(t, s.Check(t.host, t.port))
 	if !d.Allow {
 		return nil, policyRefusal(t, d)
 	}
@@ -104,8 +104,26 @@ func (s *Server) decideLiteral(t target) (*dest, *refusal) {
 			}
 			return &dest{target: t, name: n, addrs: []netip.Addr{t.ip}, rule: d.Rule}, nil
 		}
+		// A person's answer is not a rule: an address it allows still passes the
+		// address guard.
+		if lit = s.ask(t, lit); lit.Allow {
+			if reason, why := s.refused(t.ip); reason != "" {
+				return nil, &refusal{reason: reason, host: t.host, port: t.port, addr: netip.AddrPortFrom(t.ip, uint16(t.port)).String(),
+					detail: t.ip.String() + " is " + why, hint: "only a rule that lists the address itself allows it"}
+			}
+			return &dest{target: t, addrs: []netip.Addr{t.ip}, rule: lit.Rule}, nil
+		}
 	}
 	return nil, policyRefusal(t, lit)
+}
+
+// ask hands a destination no rule decides (Check refused it by Default) to
+// Server.Ask, when set, and returns its decision instead.
+func (s *Server) ask(t target, d Decision) Decision {
+	if d.Allow || !d.Default || s.Ask == nil {
+		return d
+	}
+	return s.Ask(t.host, t.port, d)
 }
 
 // checkAddr is the address guard for an address host resolved to: a rule

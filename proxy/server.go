@@ -65,6 +65,12 @@ type Server struct {
 	// should allow a name some rule allows on some port. nil means Check(host, 0),
 	// which for a policy like moat's only matches rules without a port.
 	CheckName func(host string) Decision
+	// Ask, when set, is given each connection's destination that no rule decides
+	// (Check refused it with Default) and returns the decision to apply instead:
+	// a person may allow it. It may block; the connection waits, without a
+	// deadline, for the answer. A name it allows is still resolved and each
+	// address guarded; so is a literal. The DNS stub never asks.
+	Ask func(host string, port int, d Decision) Decision
 	// Resolve looks a name up, once per connection or DNS query. nil means
 	// net.DefaultResolver.LookupNetIP(ctx, "ip", host).
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)

@@ -44,8 +44,23 @@ type Cmd struct {
 	// as its ProxyCommand. The moat CLI sets its own path; empty leaves
 	// GIT_SSH_COMMAND as it is.
 	ProxyConnector string
+	// TTY, when set, is this process's controlling terminal, whose foreground it
+	// is in: the command then runs as the terminal's foreground job, in a process
+	// group of its own, the way a shell runs a job. The terminal's Ctrl-C, Ctrl-\
+	// and Ctrl-Z reach the command directly; when it stops, this process stops
+	// too, so the caller's shell gets the terminal back, and fg continues both.
+	// Ignored when this process is not in the terminal's foreground, and in the
+	// direct mode.
+	TTY *os.File
+	// Approve, when set, is asked about each connection no rule decides (the
+	// policy neither allows nor denies its host), one at a time, and its answer
+	// applies: once, for the rest of the run, or denied for the rest of the run.
+	// An allowed host is still resolved and its addresses guarded. It may block:
+	// the connection waits. WithTerminal lets it ask on the terminal.
+	Approve func(Request) (Approval, error)
 
 	proc         process
+	jobs         *jobControl
 	placeholders *placeholders
 }
 
@@ -126,6 +141,12 @@ func (c *Cmd) Start() error {
 		Debug:    c.Debug != nil,
 	}
 	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}
+	if c.Approve != nil {
+		a := newApprovals(c.Approve)
+		srv.Ask = a.decide
+		srv.Check = approvedHosts(srv.Check, a)
+		srv.CheckName = approvedNames(srv.CheckName, a)
+	}
 	if c.Debug != nil {
 		describe(c.Debug, s, p.notes)
 		for _, r := range removed {
@@ -158,6 +179,23 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	return c.proc.Signal(s)
 }
 
+// WithTerminal runs fn while this process owns the terminal the command runs in
+// (Cmd.TTY) in the terminal's mode when fn is called, and gives the command
+// both back afterwards; the command, should it read the terminal meanwhile, waits.
+// It fails when the command doesn't run as the terminal's foreground job, or this
+// job runs in the background.
+func (c *Cmd) WithTerminal(fn func(tty *os.File) error) error {
+	if c.jobs == nil {
+		return errNoTerminal
+	}
+	return c.jobs.withTerminal(fn)
+}
+
+// ForegroundJob reports whether the command runs as its terminal's foreground
+// job in a process group of its own (Cmd.TTY): the terminal's signals then reach
+// it without this process, which should relay every signal it gets.
+func (c *Cmd) ForegroundJob() bool { return c.jobs != nil }
+
 // Kill ends the sandbox and every process in it.
 func (c *Cmd) Kill() error {
 	if c.proc == nil {
@@ -175,6 +213,9 @@ func (c *Cmd) Wait() error {
 		return errors.New("sandbox: not started")
 	}
 	res, err := c.proc.Wait()
+	if c.jobs != nil {
+		c.jobs.done()
+	}
 	c.placeholders.release(c.placeholders.created)
 	if err != nil {
 		return err

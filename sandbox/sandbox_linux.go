@@ -34,13 +34,21 @@ func Init() {
 // the command in the direct mode instead (direct_linux.go). env is the command's
 // environment before proxyEnv.
 func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, error) {
-	p, err := launch.Start(s, c.Stdin, c.Stdout, c.Stderr)
+	var o launch.Options
+	if c.jobs = newJobControl(c.TTY); c.jobs != nil {
+		o.Foreground, o.Stopped = c.TTY, c.jobs.stopped
+	}
+	p, err := launch.StartWith(s, c.Stdin, c.Stdout, c.Stderr, o)
 	if err != nil {
+		c.jobs = nil
 		if errno, ok := namespacesRefused(err); ok {
 			return c.startDirect(s, env, srv, errno)
 		}
 		return nil, &SetupError{Stage: "namespaces", Err: err,
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
+	}
+	if c.jobs != nil {
+		c.jobs.pgid = p.Pgid()
 	}
 	if s.Net == nil {
 		return p, nil

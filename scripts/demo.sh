@@ -20,7 +20,7 @@ echo "\$ moat run -- sh -c '...'   (in $ws)"
   fi
   kill -9 1 2>/dev/null; ps -e -o pid=,comm= | sed "s/^/  visible process:/"
   setsid sleep 600 & echo "started a daemon (pid $!) that must not survive"
-' 2>&1 | sed 's/^/  /'
+' </dev/null 2>&1 | sed 's/^/  /' # no terminal: undecided hosts are refused, not asked about
 echo "exit status: ${PIPESTATUS[0]}"
 echo
 echo "on the host afterwards:"

@@ -79,18 +79,26 @@ func runCmd(args []string, std stdio) error {
 	if debug {
 		cmd.Debug = std.err
 	}
+	if tty, ok := std.in.(*os.File); ok && foregroundOfTerminal(tty) {
+		// The command runs as the terminal's foreground job, and connections no
+		// rule decides are asked about there; without a terminal they are refused.
+		cmd.TTY = tty
+		a := &approver{cmd: cmd, pol: pol, config: pol.UserConfig}
+		cmd.Approve = a.ask
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	fromTTY := foregroundOfTerminal()
 	go func() {
 		for sig := range sigs {
-			// A terminal sends Ctrl-C and Ctrl-\ to the whole foreground process group,
-			// the command included; relaying them again would deliver them twice.
-			if fromTTY && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) {
+			// When the command shares moat's process group and that group is the
+			// terminal's foreground, the terminal sent Ctrl-C and Ctrl-\ to the
+			// command too; relaying them would deliver them twice.
+			shared := !cmd.ForegroundJob()
+			if shared && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && foregroundOfTerminal(os.Stdin) {
 				continue
 			}
 			_ = cmd.Signal(sig)
@@ -116,9 +124,9 @@ func (e runError) Hint() string  { return e.hint }
 
 // loadPolicy reads the settings file (--config, else the user's config if it
 // exists, else the built-in default) and applies the flags.
-// foregroundOfTerminal reports whether stdin is a terminal whose foreground process
-// group is moat's own, which the command shares.
-func foregroundOfTerminal() bool {
-	pgrp, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+// foregroundOfTerminal reports whether f is moat's controlling terminal and moat's
+// process group its foreground.
+func foregroundOfTerminal(f *os.File) bool {
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
 }

@@ -82,4 +82,10 @@ type Result struct {
 
 	ExitCode int `json:"exitCode"`
 	Signal   int `json:"signal,omitempty"` // the signal that killed the command, if any
+
+	// Stopped, when not 0, makes this an interim report, not the end: the command
+	// was stopped by this signal (Ctrl-Z, or reading a terminal it doesn't own),
+	// so the supervisor can give the terminal back to its caller. Init writes
+	// these before the final report, each on its own line.
+	Stopped int `json:"stopped,omitempty"`
 }

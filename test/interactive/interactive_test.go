@@ -232,13 +232,6 @@ print("KEY", curses.wrapper(main))
 	})
 }
 
-// fromTTYBug is why SIGINT and SIGQUIT sent to moat by another process are lost
-// while moat runs in a terminal's foreground: a known limitation (README,
-// Limitations) until the command gets its own foreground process group with job
-// control (Ctrl-Z) handled the way sudo does.
-const fromTTYBug = "KNOWN LIMITATION (README): SIGINT/SIGQUIT sent to moat by another process (kill -INT) are not relayed while moat is in a terminal's foreground: " +
-	"runCmd drops them (fromTTY) because the terminal sent them to the command too"
-
 // TestSignalsFromOutside: SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to moat by
 // another process (not typed at the terminal) reach the command, which runs in the
 // terminal's foreground: its handler runs, or it dies of the signal and moat exits
@@ -247,14 +240,8 @@ func TestSignalsFromOutside(t *testing.T) {
 	needPython(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGHUP} {
 		name := unix.SignalName(sig)
-		knownBug := func(t *testing.T) {
-			if sig == syscall.SIGINT || sig == syscall.SIGQUIT {
-				t.Skip(fromTTYBug)
-			}
-		}
 		t.Run(name+"_handled", func(t *testing.T) {
 			t.Parallel()
-			knownBug(t)
 			ws, env := workspace(t)
 			tm := newTerm(t)
 			p := tm.moat(ws, env, "python3", "-c", `
@@ -276,7 +263,6 @@ time.sleep(600)
 		})
 		t.Run(name+"_default", func(t *testing.T) {
 			t.Parallel()
-			knownBug(t)
 			ws, env := workspace(t)
 			tm := newTerm(t)
 			// exec: sleep itself is the command, with the signal's default action.

@@ -35,10 +35,38 @@ type Process struct {
 	ctl    *os.File // spec, then signals
 	result *os.File
 	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets
+
+	stopped func(syscall.Signal)
+}
+
+// Pgid is the sandbox's process group when it runs as the terminal's foreground
+// job (Options.Foreground), else 0.
+func (p *Process) Pgid() int {
+	if p.cmd.SysProcAttr.Foreground {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// Options are Start's optional settings.
+type Options struct {
+	// Foreground is the controlling terminal, when the sandbox is to run as the
+	// terminal's foreground job: init gets a process group of its own, which the
+	// command inherits and the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z reach without
+	// the supervisor.
+	Foreground *os.File
+	// Stopped is called, from Wait, each time init reports that the command was
+	// stopped by a signal.
+	Stopped func(sig syscall.Signal)
 }
 
 // Start re-executes this binary as the sandbox's init with spec s.
 func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, error) {
+	return StartWith(s, stdin, stdout, stderr, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -89,6 +117,11 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
+	if o.Foreground != nil {
+		cmd.SysProcAttr.Setpgid = true
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = int(o.Foreground.Fd())
+	}
 	err = cmd.Start()
 	specR.Close()
 	resW.Close()
@@ -103,7 +136,7 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 		}
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	p := &Process{cmd: cmd, ctl: specW, result: resR, net: netParent}
+	p := &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, stopped: o.Stopped}
 	if _, err := specW.Write(append(data, '\n')); err != nil {
 		p.Kill()
 		p.cmd.Wait()
@@ -167,7 +200,17 @@ func (p *Process) Kill() error { return p.cmd.Process.Kill() }
 // Wait waits for the sandbox to end and returns what init reported.
 func (p *Process) Wait() (spec.Result, error) {
 	var res spec.Result
-	decErr := json.NewDecoder(p.result).Decode(&res)
+	dec := json.NewDecoder(p.result)
+	var decErr error
+	for {
+		res = spec.Result{}
+		if decErr = dec.Decode(&res); decErr != nil || res.Stopped == 0 {
+			break
+		}
+		if p.stopped != nil {
+			p.stopped(syscall.Signal(res.Stopped))
+		}
+	}
 	p.result.Close()
 	waitErr := p.cmd.Wait()
 	p.ctl.Close()

@@ -49,7 +49,7 @@ func Main() {
 	_, _ = unix.FcntlInt(resultFD, unix.F_SETFD, unix.FD_CLOEXEC)
 
 	ctl := bufio.NewReader(os.NewFile(specFD, "spec"))
-	res := run(ctl)
+	res := run(ctl, json.NewEncoder(result))
 	_ = json.NewEncoder(result).Encode(res)
 	os.Exit(0)
 }
@@ -66,7 +66,9 @@ func fail(stage string, err error, hint string) spec.Result {
 	return spec.Result{Stage: stage, Error: err.Error(), Hint: hint, ExitCode: -1}
 }
 
-func run(ctl *bufio.Reader) spec.Result {
+// run builds the sandbox, runs the command and returns its final report; report
+// carries the interim ones (the command stopped).
+func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	// The command is forked from this thread, which alone drops its capabilities.
 	runtime.LockOSThread()
 	line, err := ctl.ReadBytes('\n')
@@ -129,7 +131,7 @@ func run(ctl *bufio.Reader) spec.Result {
 		return r
 	}
 	done := make(chan spec.Result, 1)
-	go func() { done <- reap(proc.Pid) }()
+	go func() { done <- reap(proc.Pid, report) }()
 	sigs := make(chan syscall.Signal)
 	go readSignals(ctl, sigs)
 	// Signals are sent from this thread: without Landlock's all-thread sync (ABI 8)
@@ -159,11 +161,13 @@ func readSignals(ctl *bufio.Reader, out chan<- syscall.Signal) {
 }
 
 // reap waits for every process in the sandbox and returns when the command exits;
-// init's exit then makes the kernel kill whatever is left, daemons included.
-func reap(pid int) spec.Result {
+// init's exit then makes the kernel kill whatever is left, daemons included. When
+// the command stops (Ctrl-Z), it tells the supervisor, which gives the terminal
+// back to its own caller the way a shell's job stops.
+func reap(pid int, report *json.Encoder) spec.Result {
 	for {
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -174,6 +178,8 @@ func reap(pid int) spec.Result {
 			continue
 		}
 		switch {
+		case ws.Stopped():
+			_ = report.Encode(spec.Result{Stopped: int(ws.StopSignal())})
 		case ws.Exited():
 			return spec.Result{ExitCode: ws.ExitStatus()}
 		case ws.Signaled():

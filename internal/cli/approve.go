@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/tailscale/hujson"
+	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/policy"
+	"github.com/moat-sandbox/moat/sandbox"
+)
+
+// approver asks the person at the terminal about each connection no rule decides.
+type approver struct {
+	cmd    *sandbox.Cmd
+	pol    *policy.Policy
+	config string // where "always" records its rule: the user config (--config, else the default path)
+}
+
+// ask is the sandbox's Cmd.Approve.
+func (a *approver) ask(r sandbox.Request) (sandbox.Approval, error) {
+	entry := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	if ip := net.ParseIP(r.Host); ip == nil || ip.To4() != nil {
+		entry = r.Host + ":" + strconv.Itoa(r.Port)
+	}
+	var v sandbox.Approval
+	err := a.cmd.WithTerminal(func(tty *os.File) error {
+		var err error
+		v, err = a.prompt(tty, entry)
+		if err == nil && v == sandbox.AllowAlways {
+			if werr := addAllowedDomain(a.config, entry); werr != nil {
+				fmt.Fprintf(tty, "moat: could not record it (%v); allowed for this run only\n", werr)
+				v = sandbox.AllowRun
+			} else {
+				fmt.Fprintf(tty, "moat: added %q to network.allowedDomains in %s\n", entry, display(a.pol, a.config))
+			}
+		}
+		return err
+	})
+	return v, err
+}
+
+// answers maps a key to its answer.
+var answers = map[byte]sandbox.Approval{
+	'o': sandbox.AllowOnce, 'r': sandbox.AllowRun, 'a': sandbox.AllowAlways,
+	'd': sandbox.Deny, 'n': sandbox.DenyAll,
+	'\r': sandbox.Deny, '\n': sandbox.Deny, 3: sandbox.Deny, 4: sandbox.Deny, // Enter, Ctrl-C, Ctrl-D
+}
+
+var answerWords = map[sandbox.Approval]string{
+	sandbox.AllowOnce: "allowed once", sandbox.AllowRun: "allowed for this run", sandbox.AllowAlways: "allowed always",
+	sandbox.Deny: "denied", sandbox.DenyAll: "denied, and every other undecided host in this run",
+}
+
+// prompt asks about entry (host:port) on tty and reads one key, with the terminal
+// in a mode of its own: no echo, one key at a time, and Ctrl-C a key (deny), not
+// a signal.
+func (a *approver) prompt(tty *os.File, entry string) (sandbox.Approval, error) {
+	fd := int(tty.Fd())
+	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return sandbox.Deny, os.NewSyscallError("TCGETS", err)
+	}
+	ask := *mode
+	ask.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG | unix.IEXTEN
+	ask.Iflag &^= unix.IXON | unix.ICRNL
+	ask.Oflag |= unix.OPOST | unix.ONLCR
+	ask.Cc[unix.VMIN], ask.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(fd, unix.TCSETSW, &ask); err != nil {
+		return sandbox.Deny, os.NewSyscallError("TCSETS", err)
+	}
+	defer unix.IoctlSetTermios(fd, unix.TCSETSW, mode)
+	// Keys typed for the command before the question are not answers.
+	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	fmt.Fprintf(tty, "\nmoat: the sandboxed command wants to connect to %s, which no rule allows or denies.\n", entry)
+	fmt.Fprintf(tty, "moat:   o  allow once\n")
+	fmt.Fprintf(tty, "moat:   r  allow for the rest of this run\n")
+	fmt.Fprintf(tty, "moat:   a  allow always (adds %q to %s)\n", entry, display(a.pol, a.config))
+	fmt.Fprintf(tty, "moat:   d  deny (Enter)\n")
+	fmt.Fprintf(tty, "moat:   n  deny, and every other undecided host in this run\n")
+	for {
+		fmt.Fprintf(tty, "moat: allow %s? [o/r/a/d/n] ", entry)
+		var b [1]byte
+		n, err := tty.Read(b[:])
+		if err != nil || n == 0 {
+			fmt.Fprintf(tty, "\n")
+			return sandbox.Deny, nil
+		}
+		key := b[0]
+		if key >= 'A' && key <= 'Z' {
+			key += 'a' - 'A'
+		}
+		if v, ok := answers[key]; ok {
+			fmt.Fprintf(tty, "%s\n", answerWords[v])
+			return v, nil
+		}
+		fmt.Fprintf(tty, "\n")
+	}
+}
+
+// addAllowedDomain appends entry to network.allowedDomains in the JSONC file at
+// path, creating the file, the object or the list as needed and keeping the rest
+// of the file, comments included, as it was.
+func addAllowedDomain(path, entry string) error {
+	if path == "" {
+		return errors.New("no user config path")
+	}
+	data, err := os.ReadFile(path)
+	mode := fs.FileMode(0o600)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data = []byte("// moat's user config; see moat's README for the keys.\n{}\n")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		if fi, err := os.Stat(path); err == nil {
+			mode = fi.Mode().Perm()
+		}
+	}
+	v, err := hujson.Parse(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var ops []map[string]any
+	if v.Find("/network") == nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/network", "value": map[string]any{}})
+	}
+	if v.Find("/network/allowedDomains") == nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/network/allowedDomains", "value": []string{}})
+	}
+	ops = append(ops, map[string]any{"op": "add", "path": "/network/allowedDomains/-", "value": entry})
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := v.Patch(patch); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.jsonc")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(v.Pack()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

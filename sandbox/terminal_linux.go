@@ -1,0 +1,173 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// jobControl runs the sandbox as its terminal's foreground job, the way a shell
+// runs one: init (and so the command) gets a process group of its own, which the
+// terminal makes its foreground. The terminal's Ctrl-C, Ctrl-\ and Ctrl-Z then reach
+// the command without moat, and moat, in the caller's process group, stays out of
+// the way until it needs the terminal: when the command stops (it stops too, so
+// the caller's shell gets the terminal back) and to ask the person a question.
+type jobControl struct {
+	tty  *os.File
+	pgid int        // the sandbox's process group
+	mu   sync.Mutex // held while this process owns the terminal
+}
+
+// newJobControl returns job control of tty, or nil when this process is not in
+// the terminal's foreground (run in the background, or tty isn't its controlling
+// terminal): taking the terminal then would steal it from the caller's shell.
+func newJobControl(tty *os.File) *jobControl {
+	if tty == nil {
+		return nil
+	}
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	if err != nil || fg != unix.Getpgrp() {
+		return nil
+	}
+	return &jobControl{tty: tty}
+}
+
+// foreground says who has the terminal: this process's group (the shell gave it
+// the terminal, as after bg and fg), the sandbox (its own group, or one a shell in
+// the sandbox made: a group in another pid namespace), or neither (the caller's
+// shell: this job runs in the background).
+func (j *jobControl) foreground() (self, sandbox bool) {
+	fg, err := unix.IoctlGetInt(int(j.tty.Fd()), unix.TIOCGPGRP)
+	switch {
+	case err != nil:
+		return false, false
+	case fg == unix.Getpgrp():
+		return true, false
+	case fg == j.pgid:
+		return false, true
+	}
+	mine, err1 := os.Readlink("/proc/self/ns/pid")
+	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(fg) + "/ns/pid")
+	return false, err1 == nil && err2 == nil && mine != theirs
+}
+
+// take makes this process's group the terminal's foreground, saving the group
+// and terminal mode it takes them from; give hands both back and continues that
+// group, whose processes stopped if they read the terminal meanwhile. The caller
+// holds j.mu and has checked that the sandbox has the terminal.
+func (j *jobControl) take() (give func(), err error) {
+	fd := int(j.tty.Fd())
+	prev, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil {
+		return nil, os.NewSyscallError("TIOCGPGRP", err)
+	}
+	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, os.NewSyscallError("TCGETS", err)
+	}
+	if err := setForeground(fd, unix.Getpgrp()); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = unix.IoctlSetTermios(fd, unix.TCSETSW, mode)
+		_ = setForeground(fd, prev)
+		_ = unix.Kill(-prev, unix.SIGCONT)
+	}, nil
+}
+
+// stopped follows the command when it stops: this process stops the same way, so
+// the caller's shell sees its job stop and takes the terminal; when the shell
+// continues it in the foreground, the command gets the terminal back and
+// continues too (in the background, it just continues, and stops again when it
+// reads the terminal). While this process owns the terminal (a question to the
+// person), the command stopped because it read the terminal; it continues when
+// the question is answered.
+func (j *jobControl) stopped(sig syscall.Signal) {
+	if !j.mu.TryLock() {
+		return
+	}
+	defer j.mu.Unlock()
+	fd := int(j.tty.Fd())
+	self, sandbox := j.foreground()
+	if self {
+		// The shell gave this process the terminal (fg after bg): pass it on.
+		_ = setForeground(fd, j.pgid)
+		_ = unix.Kill(-j.pgid, unix.SIGCONT)
+		return
+	}
+	var give func()
+	if sandbox {
+		var err error
+		if give, err = j.take(); err != nil {
+			return
+		}
+	}
+	if sig == unix.SIGSTOP {
+		sig = unix.SIGTSTP // a stop this process's own shell can undo
+	}
+	// Without a shell to continue it (an orphaned process group), the kernel
+	// discards the signal and the command continues at once.
+	_ = unix.Kill(unix.Getpid(), sig)
+	switch self, _ = j.foreground(); {
+	case self && give != nil:
+		give()
+	case self:
+		_ = setForeground(fd, j.pgid)
+		_ = unix.Kill(-j.pgid, unix.SIGCONT)
+	default: // continued in the background (bg)
+		_ = unix.Kill(-j.pgid, unix.SIGCONT)
+	}
+}
+
+// withTerminal runs fn while this process owns the terminal; it fails when the
+// job runs in the background, where taking the terminal would steal it from the
+// caller's shell.
+func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if self, sandbox := j.foreground(); self {
+		return fn(j.tty)
+	} else if !sandbox {
+		return errNoTerminal
+	}
+	give, err := j.take()
+	if err != nil {
+		return err
+	}
+	defer give()
+	return fn(j.tty)
+}
+
+// done takes the terminal back for good when the sandbox has ended, so this
+// process can write its summary and its caller finds the terminal as it left it.
+func (j *jobControl) done() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, sandbox := j.foreground(); sandbox {
+		_ = setForeground(int(j.tty.Fd()), unix.Getpgrp())
+	}
+}
+
+// setForeground makes pgrp the terminal's foreground process group. The kernel
+// stops a background process that does this with SIGTTOU unless the signal is
+// blocked, so it is, on this thread, for the call.
+func setForeground(fd, pgrp int) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var block, old unix.Sigset_t
+	block.Val[0] = 1 << (uint(unix.SIGTTOU) - 1)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &block, &old); err != nil {
+		return err
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pgrp); err != nil {
+		return os.NewSyscallError("TIOCSPGRP", err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package interactive_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestJobControl: in an interactive shell, Ctrl-Z stops the sandboxed command and
+// gives the shell its terminal back (the shell reports the job stopped and runs
+// the next command), and fg gives the command the terminal again: a line typed
+// then reaches the command's read.
+func TestJobControl(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	tm.send(moatBin + ` run -- sh -c 'echo START; read x; echo "GOT $x"'` + "\r")
+	tm.expect(`START\r\n`)
+	tm.send("\x1a") // Ctrl-Z
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	tm.send("echo SHELL-HAS-THE-TERMINAL\r")
+	tm.expect(`\rSHELL-HAS-THE-TERMINAL\r\n`) // the output, not the echoed command line
+	tm.send("fg\r")
+	tm.expect(`moat run`) // bash names the job it continues
+	tm.send("hello\r")
+	tm.expect(`GOT hello\r\n`)
+	tm.expect(`SHELL\$ `)
+	tm.send("echo status=$?\r")
+	tm.expect(`status=0\r\n`)
+
+	// Ctrl-C at the terminal reaches the command (once, directly) and moat
+	// reports its death by SIGINT.
+	tm.send(moatBin + ` run -- sh -c 'echo START2; exec sleep 600'` + "\r")
+	tm.expect(`START2\r\n`)
+	tm.send("\x03")
+	tm.expect(`SHELL\$ `)
+	tm.send("echo status=$?\r")
+	tm.expect(`status=130\r\n`)
+	tm.send("exit\r")
+	p.wait()
+}
+
+// approvalRun runs curl twice in moat on the terminal, against a host no rule
+// decides, typing answer at each question moat asks, and returns the terminal's
+// output, the event log's lines and the home directory.
+func approvalRun(t *testing.T, answers ...string) (out string, events []map[string]any, home string) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: it is the client of this test")
+	}
+	ws, env := workspace(t)
+	home = strings.TrimPrefix(env[1], "HOME=")
+	log := filepath.Join(ws, "..", "events.jsonl")
+	tm := newTerm(t)
+	// undecided.invalid can't resolve: a connection the answer allows fails at
+	// the lookup (502), one it refuses gets the proxy's 403.
+	p := tm.start(ws, env, moatBin, "run", "--events", log, "--", "sh", "-c",
+		`for i in 1 2; do curl -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/; done`)
+	for _, a := range answers {
+		tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
+		tm.send(a)
+	}
+	if code := p.wait(); code != 0 {
+		t.Errorf("moat exited %d, want 0 (curl's)", code)
+	}
+	for end := time.Now().Add(deadline); strings.Count(tm.output(), "CODE=") < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("curl's two status lines never arrived; the terminal showed:\n%q", tm.output())
+		}
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		events = append(events, ev)
+	}
+	return tm.output(), events, home
+}
+
+// codes returns the HTTP status codes curl printed, in order.
+func codes(out string) []string {
+	var c []string
+	for _, f := range strings.Split(out, "CODE=")[1:] {
+		c = append(c, f[:3])
+	}
+	return c
+}
+
+// TestApprovalPrompt: a connection to a host no rule decides is asked about on
+// the terminal, and the answer decides it, judged by what curl got from the proxy
+// and by the event log.
+func TestApprovalPrompt(t *testing.T) {
+	t.Run("allow_once_asks_again", func(t *testing.T) {
+		t.Parallel()
+		out, events, _ := approvalRun(t, "o", "o")
+		if got := strings.Join(codes(out), ","); got != "502,502" {
+			t.Errorf("curl got %s, want 502,502 (allowed, then the lookup of .invalid fails)", got)
+		}
+		for _, ev := range events {
+			if ev["reason"] != "resolve-failed" || ev["rule"] != "allowed at the terminal, once" {
+				t.Errorf("event %v: want a resolve failure allowed at the terminal, once", ev)
+			}
+		}
+	})
+	t.Run("deny_holds_for_the_run", func(t *testing.T) {
+		t.Parallel()
+		out, events, _ := approvalRun(t, "d")
+		if got := strings.Join(codes(out), ","); got != "403,403" {
+			t.Errorf("curl got %s, want 403,403 (refused; the second time without asking)", got)
+		}
+		if n := strings.Count(out, "[o/r/a/d/n]"); n != 1 {
+			t.Errorf("asked %d times, want 1", n)
+		}
+		if len(events) != 2 || events[1]["action"] != "deny" || !strings.Contains(events[1]["rule"].(string), "refused at the terminal") {
+			t.Errorf("events %v: want two refusals at the terminal", events)
+		}
+	})
+	t.Run("allow_for_the_run", func(t *testing.T) {
+		t.Parallel()
+		out, _, home := approvalRun(t, "r")
+		if got := strings.Join(codes(out), ","); got != "502,502" {
+			t.Errorf("curl got %s, want 502,502", got)
+		}
+		if n := strings.Count(out, "[o/r/a/d/n]"); n != 1 {
+			t.Errorf("asked %d times, want 1", n)
+		}
+		if _, err := os.Stat(filepath.Join(home, ".config", "moat", "config.jsonc")); err == nil {
+			t.Errorf("allowing for the run wrote the user config")
+		}
+	})
+	t.Run("always_writes_the_user_config", func(t *testing.T) {
+		t.Parallel()
+		out, _, home := approvalRun(t, "a")
+		if got := strings.Join(codes(out), ","); got != "502,502" {
+			t.Errorf("curl got %s, want 502,502", got)
+		}
+		data, err := os.ReadFile(filepath.Join(home, ".config", "moat", "config.jsonc"))
+		if err != nil {
+			t.Fatalf("the user config was not written: %v", err)
+		}
+		if !strings.Contains(string(data), `"undecided.invalid:80"`) {
+			t.Errorf("user config %q lacks the allowed host", data)
+		}
+		// The next run reads it: allowed by the rule, no question.
+		ws := filepath.Join(home, "..", "ws")
+		cmd := exec.Command(moatBin, "run", "--", "curl", "-sS", "-o", "/dev/null", "-w", "CODE=%{http_code}", "http://undecided.invalid/")
+		cmd.Dir, cmd.Env = ws, []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
+		got, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(got), "CODE=502") {
+			t.Errorf("a later run without a terminal: %q, want CODE=502 (allowed by the recorded rule)", got)
+		}
+	})
+	t.Run("no_terminal_denies", func(t *testing.T) {
+		t.Parallel()
+		ws, env := workspace(t)
+		cmd := exec.Command(moatBin, "run", "--", "curl", "-sS", "-o", "/dev/null", "-w", "CODE=%{http_code}", "http://undecided.invalid/")
+		cmd.Dir, cmd.Env = ws, env
+		got, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(got), "CODE=403") || strings.Contains(string(got), "[o/r/a/d/n]") {
+			t.Errorf("without a terminal: %q, want CODE=403 and no question", got)
+		}
+	})
+}
