@@ -2,6 +2,10 @@ package interactive_test
 
 import (
 	"encoding/json"
+	"net"
+	"regexp"
+	"strconv"
+	"sync/atomic"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +55,16 @@ func TestJobControl(t *testing.T) {
 }
 
 // approvalRun runs curl twice in moat on the terminal, against a host no rule
-// decides, typing answer at each question moat asks, and returns the terminal's
-// output, the event log's lines and the home directory.
-func approvalRun(t *testing.T, answers ...string) (out string, events []map[string]any, home string) {
+// decides, typing one answer at each question moat asks; it checks that curl got
+// the status codes want (e.g. "502,502") and that moat asked exactly once per
+// answer, and returns the event log's lines and the home directory.
+func approvalRun(t *testing.T, want string, answers ...string) (events []map[string]any, home string) {
+	t.Helper()
+	return approvalRunURL(t, "http://undecided.invalid/", "undecided.invalid:80", want, answers...)
+}
+
+// approvalRunURL is approvalRun against url, whose host:port moat asks about.
+func approvalRunURL(t *testing.T, url, hostPort, want string, answers ...string) (events []map[string]any, home string) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: it is the client of this test")
@@ -65,9 +76,9 @@ func approvalRun(t *testing.T, answers ...string) (out string, events []map[stri
 	// undecided.invalid can't resolve: a connection the answer allows fails at
 	// the lookup (502), one it refuses gets the proxy's 403.
 	p := tm.start(ws, env, moatBin, "run", "--events", log, "--", "sh", "-c",
-		`for i in 1 2; do curl -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/; done`)
+		`for i in 1 2; do curl --noproxy "" -sS -o /dev/null -w "CODE=%{http_code}\n" `+url+`; done`)
 	for _, a := range answers {
-		tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
+		tm.expect(`allow ` + regexp.QuoteMeta(hostPort) + `\? \[o/r/a/d/n\] `)
 		tm.send(a)
 	}
 	if code := p.wait(); code != 0 {
@@ -77,6 +88,13 @@ func approvalRun(t *testing.T, answers ...string) (out string, events []map[stri
 		if time.Now().After(end) {
 			t.Fatalf("curl's two status lines never arrived; the terminal showed:\n%q", tm.output())
 		}
+	}
+	out := tm.output()
+	if got := strings.Join(codes(out), ","); got != want {
+		t.Errorf("curl got %s, want %s (502: allowed, then the lookup of .invalid fails; 403: refused)", got, want)
+	}
+	if n := strings.Count(out, "[o/r/a/d/n]"); n != len(answers) {
+		t.Errorf("asked %d times, want %d", n, len(answers))
 	}
 	data, err := os.ReadFile(log)
 	if err != nil {
@@ -89,7 +107,7 @@ func approvalRun(t *testing.T, answers ...string) (out string, events []map[stri
 		}
 		events = append(events, ev)
 	}
-	return tm.output(), events, home
+	return events, home
 }
 
 // codes returns the HTTP status codes curl printed, in order.
@@ -107,10 +125,7 @@ func codes(out string) []string {
 func TestApprovalPrompt(t *testing.T) {
 	t.Run("allow_once_asks_again", func(t *testing.T) {
 		t.Parallel()
-		out, events, _ := approvalRun(t, "o", "o")
-		if got := strings.Join(codes(out), ","); got != "502,502" {
-			t.Errorf("curl got %s, want 502,502 (allowed, then the lookup of .invalid fails)", got)
-		}
+		events, _ := approvalRun(t, "502,502", "o", "o")
 		for _, ev := range events {
 			if ev["reason"] != "resolve-failed" || ev["rule"] != "allowed at the terminal, once" {
 				t.Errorf("event %v: want a resolve failure allowed at the terminal, once", ev)
@@ -119,36 +134,21 @@ func TestApprovalPrompt(t *testing.T) {
 	})
 	t.Run("deny_holds_for_the_run", func(t *testing.T) {
 		t.Parallel()
-		out, events, _ := approvalRun(t, "d")
-		if got := strings.Join(codes(out), ","); got != "403,403" {
-			t.Errorf("curl got %s, want 403,403 (refused; the second time without asking)", got)
-		}
-		if n := strings.Count(out, "[o/r/a/d/n]"); n != 1 {
-			t.Errorf("asked %d times, want 1", n)
-		}
+		events, _ := approvalRun(t, "403,403", "d")
 		if len(events) != 2 || events[1]["action"] != "deny" || !strings.Contains(events[1]["rule"].(string), "refused at the terminal") {
 			t.Errorf("events %v: want two refusals at the terminal", events)
 		}
 	})
 	t.Run("allow_for_the_run", func(t *testing.T) {
 		t.Parallel()
-		out, _, home := approvalRun(t, "r")
-		if got := strings.Join(codes(out), ","); got != "502,502" {
-			t.Errorf("curl got %s, want 502,502", got)
-		}
-		if n := strings.Count(out, "[o/r/a/d/n]"); n != 1 {
-			t.Errorf("asked %d times, want 1", n)
-		}
+		_, home := approvalRun(t, "502,502", "r")
 		if _, err := os.Stat(filepath.Join(home, ".config", "moat", "config.jsonc")); err == nil {
 			t.Errorf("allowing for the run wrote the user config")
 		}
 	})
 	t.Run("always_writes_the_user_config", func(t *testing.T) {
 		t.Parallel()
-		out, _, home := approvalRun(t, "a")
-		if got := strings.Join(codes(out), ","); got != "502,502" {
-			t.Errorf("curl got %s, want 502,502", got)
-		}
+		_, home := approvalRun(t, "502,502", "a")
 		data, err := os.ReadFile(filepath.Join(home, ".config", "moat", "config.jsonc"))
 		if err != nil {
 			t.Fatalf("the user config was not written: %v", err)
@@ -163,6 +163,40 @@ func TestApprovalPrompt(t *testing.T) {
 		got, _ := cmd.CombinedOutput()
 		if !strings.Contains(string(got), "CODE=502") {
 			t.Errorf("a later run without a terminal: %q, want CODE=502 (allowed by the recorded rule)", got)
+		}
+	})
+	// An answer is not a rule: a name it allows that resolves to loopback, or a
+	// loopback literal, stays refused by the address guard. Judged by a listener
+	// on the host's loopback, which must see no connection.
+	t.Run("answer_cannot_open_loopback", func(t *testing.T) {
+		t.Parallel()
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var hits atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				hits.Add(1)
+				c.Close()
+			}
+		}()
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		for _, host := range []string{"localhost", "127.0.0.1"} {
+			events, _ := approvalRunURL(t, "http://"+host+":"+port+"/", host+":"+port, "403,403", "o", "o")
+			for _, ev := range events {
+				if ev["action"] != "deny" || ev["reason"] != "address-loopback" {
+					t.Errorf("%s: event %v: want a loopback refusal", host, ev)
+				}
+			}
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the host's loopback listener got %d connections", n)
 		}
 	})
 	t.Run("no_terminal_denies", func(t *testing.T) {
