@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	"github.com/tailscale/hujson"
-	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/policy"
 	"github.com/moat-sandbox/moat/sandbox"
@@ -63,22 +62,11 @@ var answerWords = map[sandbox.Approval]string{
 // in a mode of its own: no echo, one key at a time, and Ctrl-C a key (deny), not
 // a signal.
 func (a *approver) prompt(tty *os.File, entry string) (sandbox.Approval, error) {
-	fd := int(tty.Fd())
-	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	restore, err := keyMode(tty)
 	if err != nil {
-		return sandbox.Deny, os.NewSyscallError("TCGETS", err)
+		return sandbox.Deny, err
 	}
-	ask := *mode
-	ask.Lflag &^= unix.ICANON | unix.ECHO | unix.ISIG | unix.IEXTEN
-	ask.Iflag &^= unix.IXON | unix.ICRNL
-	ask.Oflag |= unix.OPOST | unix.ONLCR
-	ask.Cc[unix.VMIN], ask.Cc[unix.VTIME] = 1, 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETSW, &ask); err != nil {
-		return sandbox.Deny, os.NewSyscallError("TCSETS", err)
-	}
-	defer unix.IoctlSetTermios(fd, unix.TCSETSW, mode)
-	// Keys typed for the command before the question are not answers.
-	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	defer restore()
 	fmt.Fprintf(tty, "\nmoat: the sandboxed command wants to connect to %s, which no rule allows or denies.\n", entry)
 	fmt.Fprintf(tty, "moat:   o  allow once\n")
 	fmt.Fprintf(tty, "moat:   r  allow for the rest of this run\n")
