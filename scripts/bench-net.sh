@@ -3,7 +3,13 @@
 # figures and ratios; it asserts nothing.
 #
 #   1. A download from a test host through moat's proxy, over plain HTTP and over
-#      HTTPS (CONNECT), against the same download straight from the host.
+#      HTTPS (CONNECT), against the same download straight from the host and
+#      through a bare TCP relay on the host (splice, no checks): the floor for
+#      any proxy on this machine, which separates the proxy's own cost from the
+#      cost of a relay hop. With each figure, the share of the machine's CPUs
+#      busy during that download: where the direct download already keeps them
+#      busy (client and test server share this machine, and with TLS both
+#      spend a CPU each on the cipher), any relay costs throughput.
 #   2. The latency of small requests, median, through the proxy and direct.
 #   3. `moat run -- true` (the proxy is always on).
 #
@@ -40,9 +46,10 @@ fi
 work=$(mktemp -d "${BENCH_DIR:-$HOME}/moat-bench-net.XXXXXX")
 chmod 755 "$work"
 ns=moatbench-$$ hostif=mnb$$h peerif=mnb$$p
-server=
+server= relays=()
 cleanup() {
 	[ -z "$server" ] || kill "$server" 2>/dev/null || true
+	for p in "${relays[@]}"; do kill "$p" 2>/dev/null || true; done
 	ip link del "$hostif" 2>/dev/null || true
 	ip netns del "$ns" 2>/dev/null || true
 	rm -rf "$work"
@@ -70,6 +77,20 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
+# The bare relays, one per server port, on the host's loopback like moat's
+# proxy on the sandbox's; relay_port[PORT] is where each listens.
+declare -A relay_port
+for port in 8080 8443; do
+	MOAT_NETTEST_ROLE=benchrelay "$work/nettest" -listen 127.0.0.1:0 -to "$peer_ip:$port" 2>"$work/relay$port.log" &
+	relays+=($!)
+	for _ in $(seq 100); do
+		relay_port[$port]=$(sed -n 's/^benchrelay: listening on 127\.0\.0\.1://p' "$work/relay$port.log")
+		[ -n "${relay_port[$port]}" ] && break
+		sleep 0.1
+	done
+	[ -n "${relay_port[$port]}" ] || { echo "bench-net: the relay did not start: $(cat "$work/relay$port.log")" >&2; exit 1; }
+done
+
 printf '127.0.0.1 localhost\n%s %s\n' "$peer_ip" "$name" >"$work/hosts"
 printf '{"network": {"allowedDomains": ["%s"]}, "filesystem": {"allowWrite": ["."]}}\n' "$name" >"$work/settings.json"
 cd "$work"
@@ -81,31 +102,51 @@ inmoat() {
 	unshare -m --propagation private sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh \
 		"$work/hosts" "$work/moat" run --config "$work/settings.json" -- "$@"
 }
-# best MODE CMD...: the highest of $rounds download speeds, bytes per second.
-best() {
-	local mode=$1 top=0 s
-	shift
-	for _ in $(seq "$rounds"); do
-		s=$("$mode" curl -sS --http1.1 --cacert "$work/ca.pem" -o /dev/null -w '%{speed_download}' "$@")
-		top=$(awk -v a="$top" -v b="$s" 'BEGIN { print (b > a) ? b : a }')
-	done
-	echo "$top"
+# relayed CMD...: runs CMD on the host, which reaches the test host through the bare relays.
+relayed() { "$@" --connect-to "$name:8080:127.0.0.1:${relay_port[8080]}" --connect-to "$name:8443:127.0.0.1:${relay_port[8443]}"; }
+# cpu_ticks: the whole machine's busy and total CPU time, in ticks.
+cpu_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6; exit }' /proc/stat; }
+# download MODE URL: one download; prints bytes per second and the share (%) of
+# the machine's CPU time that was busy meanwhile.
+download() {
+	local b0 t0 b1 t1 s
+	read -r b0 t0 < <(cpu_ticks)
+	s=$("$1" curl -sS --http1.1 --cacert "$work/ca.pem" -o /dev/null -w '%{speed_download}' "$2")
+	read -r b1 t1 < <(cpu_ticks)
+	echo "$s $((100 * (b1 - b0) / (t1 > t0 ? t1 - t0 : 1)))"
 }
 mibs() { awk -v b="$1" 'BEGIN { printf "%.0f MiB/s", b / 1048576 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-echo "== $mib MiB download, best of $rounds"
+echo "== $mib MiB download, best of $rounds, the modes taking turns; cpu: the machine's $(nproc) CPUs busy during that download"
 bytes=$((mib * 1048576))
 for scheme in http https; do
 	port=8080
 	[ "$scheme" = https ] && port=8443
 	url="$scheme://$name:$port/bytes/$bytes"
-	d=$(best direct "$url")
-	m=$(best inmoat "$url")
+	# best[MODE] is "bytes/s cpu%" of MODE's fastest round.
+	declare -A best=([direct]=0 [inmoat]=0 [relayed]=0)
+	for _ in $(seq "$rounds"); do
+		for mode in direct inmoat relayed; do
+			r=$(download "$mode" "$url")
+			if awk -v a="${r%% *}" -v b="${best[$mode]%% *}" 'BEGIN { exit !(a > b) }'; then
+				best[$mode]=$r
+			fi
+		done
+	done
+	read -r d dc <<<"${best[direct]}"
+	read -r m mc <<<"${best[inmoat]}"
+	read -r r rc <<<"${best[relayed]}"
 	via="proxy (plain HTTP)"
 	[ "$scheme" = https ] && via="proxy (HTTPS CONNECT)"
-	printf '%-6s direct %12s   moat %-24s %12s   moat/direct %s\n' "$scheme" "$(mibs "$d")" "$via" "$(mibs "$m")" "$(ratio "$m" "$d")"
+	printf '%-6s direct %12s   moat %-24s %12s   moat/direct %s   cpu %3s%% %3s%%\n' "$scheme" "$(mibs "$d")" "$via" "$(mibs "$m")" "$(ratio "$m" "$d")" "$dc" "$mc"
+	printf '%-6s direct %12s   bare relay (no checks)        %12s   relay/direct %s  cpu %3s%% %3s%%   moat/relay %s\n' "$scheme" "$(mibs "$d")" "$(mibs "$r")" "$(ratio "$r" "$d")" "$dc" "$rc" "$(ratio "$m" "$r")"
 done
+echo "   (the bare relay runs on the host and copies with splice(2) between its two TCP"
+echo "    connections, as moat's tunnels do, without a request, checks or a sandbox:"
+echo "    relay/direct is what a relay hop costs on this machine, moat/relay what moat"
+echo "    costs on top of that; cpu near 100% for direct means client and test server"
+echo "    already use every CPU, and a relay can only take its CPU from them)"
 
 echo "== latency of $requests small requests, one curl each way, median"
 # One curl process makes every request in turn, so process start-up is not

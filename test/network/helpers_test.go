@@ -29,6 +29,7 @@ import (
 //	           (see wrapped), then exec moat
 //	goclient   inside the sandbox: a Go net/http client that honours the proxy variables
 //	benchserver  the servers of scripts/bench-net.sh, in the netns it is started in
+//	benchrelay   scripts/bench-net.sh's bare TCP relay: the floor for any proxy's cost
 
 func runRole(role string, args []string) int {
 	var err error
@@ -39,6 +40,8 @@ func runRole(role string, args []string) int {
 		err = goClient(args)
 	case "benchserver":
 		err = benchServer(args)
+	case "benchrelay":
+		err = benchRelay(args)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
@@ -336,6 +339,47 @@ func benchServer(args []string) error {
 	go func() { errc <- h1.Serve(l1) }()
 	go func() { errc <- h2.ServeTLS(l2, "", "") }()
 	return <-errc
+}
+
+// benchRelay relays every connection to -listen to -to, both ways, until
+// killed: what a proxy does once a tunnel is open, without the proxy (no
+// request, no checks, no events). The copies run between the *net.TCPConn
+// themselves, so they use splice(2) as moat's tunnels do.
+func benchRelay(args []string) error {
+	fs := flag.NewFlagSet("benchrelay", flag.ContinueOnError)
+	listen := fs.String("listen", "", "`address` to accept connections on")
+	to := fs.String("to", "", "`address` to relay them to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "benchrelay: listening on", ln.Addr())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			up, err := net.Dial("tcp", *to)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				io.Copy(c, up)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+			io.Copy(up, c)
+			up.(*net.TCPConn).CloseWrite()
+			<-done
+		}()
+	}
 }
 
 // benchHandler is ServeHTTP without the log, which would grow without bound.
