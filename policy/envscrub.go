@@ -169,28 +169,59 @@ func scrubbed(name string) (EnvScrub, bool) {
 	return EnvScrub{}, false
 }
 
-// wildMatch matches name against a pattern in which * is any run of characters.
+// wildMatch matches name against a pattern in which * is any run of characters;
+// fold makes it ignore ASCII case. It allocates nothing: FilterEnv runs it for every
+// variable against every scrubbing entry on each start.
 func wildMatch(pattern, name string, fold bool) bool {
-	if fold {
-		pattern, name = strings.ToUpper(pattern), strings.ToUpper(name)
+	if fold && (!isASCII(pattern) || !isASCII(name)) {
+		pattern, name, fold = strings.ToUpper(pattern), strings.ToUpper(name), false
 	}
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	name = name[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, mid := range parts[1 : len(parts)-1] {
-		i := strings.Index(name, mid)
-		if i < 0 {
+	// The classic backtracking glob: on a mismatch, let the last * eat one more byte.
+	p, n, star, mark := 0, 0, -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case p < len(pattern) && sameByte(pattern[p], name[n], fold):
+			p++
+			n++
+		case star >= 0:
+			mark++
+			p, n = star+1, mark
+		default:
 			return false
 		}
-		name = name[i+len(mid):]
 	}
-	return len(name) >= len(last) && strings.HasSuffix(name, last)
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+func sameByte(a, b byte, fold bool) bool {
+	if a == b {
+		return true
+	}
+	if !fold {
+		return false
+	}
+	if 'a' <= a && a <= 'z' {
+		a -= 'a' - 'A'
+	}
+	if 'a' <= b && b <= 'z' {
+		b -= 'a' - 'A'
+	}
+	return a == b
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPassEnv validates a moat.passEnv entry: a variable name in which * may

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tailscale/hujson"
@@ -59,7 +60,7 @@ func (p *parser) parse() error {
 	if err != nil {
 		e := &Error{File: name, Err: errf(ErrSyntax, "%s", err.Error()),
 			HintText: "settings are JSON; // and /* */ comments and trailing commas are allowed; look for a missing comma, quote or bracket here"}
-		if m := hujsonPos.FindStringSubmatch(err.Error()); m != nil {
+		if m := hujsonPos().FindStringSubmatch(err.Error()); m != nil {
 			e.Line, _ = strconv.Atoi(m[1])
 			e.Col, _ = strconv.Atoi(m[2])
 			e.Err = errf(ErrSyntax, "%s", m[3])
@@ -81,7 +82,10 @@ func (p *parser) parse() error {
 	return nil
 }
 
-var hujsonPos = regexp.MustCompile(`(?s)^hujson: line (\d+), column (\d+): (.*)$`)
+// hujsonPos is compiled when a settings file fails to parse, not at every start.
+var hujsonPos = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)^hujson: line (\d+), column (\d+): (.*)$`)
+})
 
 type parser struct {
 	file  string

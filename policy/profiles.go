@@ -205,19 +205,6 @@ func profileHint(name string, known map[string]*Profile) string {
 // moat.defaultProfiles, --profile, then a trusted project's defaultProfiles.
 // Each profile's extends come before it; a profile applies once.
 func (c *compiler) profiles(l Layers, projTrusted bool) ([]layer, []AppliedProfile, error) {
-	builtin, err := builtinProfiles()
-	if err != nil {
-		return nil, nil, &Error{Err: errf(ErrProfile, "%v", err), HintText: "this is a bug in moat"}
-	}
-	known := map[string]*Profile{}
-	for name, p := range builtin {
-		known[name] = p
-	}
-	if l.User != nil {
-		for _, p := range l.User.Moat.Profiles {
-			known[p.Name] = p
-		}
-	}
 	type request struct {
 		name, origin string
 		fail         func(err error, hint string) error
@@ -241,6 +228,22 @@ func (c *compiler) profiles(l Layers, projTrusted bool) ([]layer, []AppliedProfi
 	}
 	if l.Project != nil && projTrusted {
 		fromFile(l.Project)
+	}
+	if len(reqs) == 0 {
+		return nil, nil, nil // nothing asks for a profile: don't parse the built-in ones
+	}
+	builtin, err := builtinProfiles()
+	if err != nil {
+		return nil, nil, &Error{Err: errf(ErrProfile, "%v", err), HintText: "this is a bug in moat"}
+	}
+	known := map[string]*Profile{}
+	for name, p := range builtin {
+		known[name] = p
+	}
+	if l.User != nil {
+		for _, p := range l.User.Moat.Profiles {
+			known[p.Name] = p
+		}
 	}
 
 	var layers []layer

@@ -39,6 +39,15 @@ type Cmd struct {
 	// Events, when set, is called for every connection and DNS lookup the proxy
 	// allows or refuses, from many goroutines at once.
 	Events func(Event)
+	// FileEvents, when set, is called once for each distinct access to a path the
+	// policy hides (a hidden file opened, a name looked up in a hidden directory, a
+	// hidden directory listed), from one goroutine, the last time before Wait
+	// returns; up to a bound, past which events count the rest (FileEvent.Count).
+	// It needs the FUSE device, /dev/fuse, through which moat serves the hidden
+	// paths' covers; where that can't be opened, and in the direct mode, which has
+	// no covers, the paths are hidden all the same but FileEvents is not called
+	// (Debug says why).
+	FileEvents func(FileEvent)
 	// ProxyConnector is a program that, run as "PROG connect HOST PORT" inside the
 	// sandbox, relays its stdin and stdout through moat's proxy; git's ssh uses it
 	// as its ProxyCommand. The moat CLI sets its own path; empty leaves
@@ -59,9 +68,13 @@ type Cmd struct {
 	// the connection waits. WithTerminal lets it ask on the terminal.
 	Approve func(Request) (Approval, error)
 
+	// fuseDevice replaces the FUSE device's path, for tests of the plain masks.
+	fuseDevice string
+
 	proc         process
 	jobs         *jobControl
 	placeholders *placeholders
+	spawned      *spawned // the init Start spawned before planning, until start takes it
 }
 
 // process is the running sandbox, per platform.
@@ -95,6 +108,8 @@ func (c *Cmd) Start() error {
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return errors.New("sandbox: no command")
 	}
+	c.spawn()             // init starts while the plan is made
+	defer c.dropSpawned() // unless Start fails before it is given its spec
 	env := c.Env
 	if env == nil {
 		env = os.Environ()
@@ -111,8 +126,8 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true}
-	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy); err != nil {
+	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, dirs: newDirCache()}
+	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy, o.dirs); err != nil {
 		ph.release(nil)
 		return err
 	}
@@ -138,6 +153,7 @@ func (c *Cmd) Start() error {
 		Mounts:   p.mounts,
 		Writable: p.writable,
 		Net:      &spec.Net{ProxyPort: ProxyPort, HostPorts: loopbackPorts(c.Policy)},
+		FUSE:     c.fuseSpec(p.mounts),
 		Debug:    c.Debug != nil,
 	}
 	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs()}

@@ -41,6 +41,19 @@
 // directory writable, the rest readable. Pass parsed settings ([policy.LoadFile])
 // and flags to change it.
 //
+// # Events
+//
+// [Cmd.Events] receives each connection and lookup the proxy allows or refuses;
+// [Cmd.FileEvents] each access to a hidden path, with the rule that hides it and how
+// to allow it. The hidden paths are covered by nodes of a FUSE filesystem that this
+// process serves (empty directories and files, which report each access); that
+// needs /dev/fuse to be openable by the user, and where it isn't, or in the direct
+// mode, the paths are hidden all the same but FileEvents is not called:
+//
+//	cmd.FileEvents = func(ev sandbox.FileEvent) {
+//		log.Printf("blocked %s of %s (%s): %s", ev.Op, ev.Path, ev.Rule, ev.Hint)
+//	}
+//
 // # Hosts without user namespaces
 //
 // Where the kernel refuses the namespaces (Ubuntu 24.04's AppArmor restriction,

@@ -14,8 +14,8 @@ const ignoreLimit = 200000
 // ignoreRules reads the policy's ignore files (.moatignore, and the others the
 // config names) from the root of the workspace's git work tree down, and returns
 // the paths they match, to hide and keep read-only, plus the ignore files
-// themselves, to keep read-only.
-func ignoreRules(pol *policy.Policy) (denyRead, denyWrite []policy.Rule, err error) {
+// themselves, to keep read-only. The walk reads directories through dirs (nil: none).
+func ignoreRules(pol *policy.Policy, dirs *dirCache) (denyRead, denyWrite []policy.Rule, err error) {
 	if len(pol.IgnoreFiles) == 0 {
 		return nil, nil, nil
 	}
@@ -24,7 +24,7 @@ func ignoreRules(pol *policy.Policy) (denyRead, denyWrite []policy.Rule, err err
 		names = append(names, f.Name)
 	}
 	root := ignorefile.WorkTreeRoot(pol.Cwd)
-	ms, files, err := ignorefile.Walk(root, names, ignoreLimit)
+	ms, files, err := ignorefile.WalkWith(root, names, ignoreLimit, dirs.readDir)
 	if errors.Is(err, ignorefile.ErrTooMany) {
 		return nil, nil, &SetupError{Stage: "policy", Err: fmt.Errorf("ignore files: %w", err),
 			HintText: "run moat from a smaller directory; moat can't tell which paths ignore files hide beyond that many entries"}

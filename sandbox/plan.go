@@ -12,6 +12,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/internal/starttrace"
 	"github.com/moat-sandbox/moat/policy"
 )
 
@@ -59,6 +60,7 @@ type planner struct {
 	notes        []string
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
+	dirs               *dirCache // listings shared by the walks; nil reads each time
 }
 
 // planOptions are the parts of a plan that don't come from the policy.
@@ -70,10 +72,13 @@ type planOptions struct {
 	files []spec.Mount
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
+	// dirs, when set, holds the directory listings read for the plan (ignoreRules
+	// fills it first), so each directory is read once.
+	dirs *dirCache
 }
 
 func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
-	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders}
+	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, dirs: o.dirs}
 	extraDeny := o.extraDeny
 	for _, d := range privateDirs {
 		fi, err := os.Lstat(d.path)
@@ -147,6 +152,7 @@ func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 		}
 		out.mounts = append(out.mounts, m)
 	}
+	starttrace.Mark("supervisor", "planned")
 	return out, nil
 }
 
@@ -223,7 +229,7 @@ func (p *planner) addAll(rules []pending) error {
 	}
 	sort.Strings(bases)
 	for _, base := range bases {
-		matches, err := expandGlobs(base, groups[base])
+		matches, err := expandGlobs(p.dirs, base, groups[base])
 		if err != nil {
 			return err
 		}
@@ -241,8 +247,12 @@ func (p *planner) addAll(rules []pending) error {
 }
 
 // expandGlobs lists, per pattern, the existing paths under base that match it.
-func expandGlobs(base string, group []pending) ([][]string, error) {
+func expandGlobs(dirs *dirCache, base string, group []pending) ([][]string, error) {
 	out := make([][]string, len(group))
+	filters := make([]globFilter, len(group))
+	for i, pr := range group {
+		filters[i] = newGlobFilter(pr.r.Path)
+	}
 	maxDepth := 0
 	for _, pr := range group {
 		if strings.Contains(pr.r.Path, "**") {
@@ -253,7 +263,7 @@ func expandGlobs(base string, group []pending) ([][]string, error) {
 	}
 	baseDepth := strings.Count(base, "/")
 	count := 0
-	err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+	err := dirs.walkDir(base, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable parts can't be matched; they are not readable inside either
 		}
@@ -262,6 +272,9 @@ func expandGlobs(base string, group []pending) ([][]string, error) {
 		}
 		matched := false
 		for i, pr := range group {
+			if !filters[i].may(path) {
+				continue
+			}
 			if ok, _ := doublestar.PathMatch(pr.r.Path, path); ok {
 				out[i] = append(out[i], path)
 				matched = true
@@ -283,6 +296,43 @@ func expandGlobs(base string, group []pending) ([][]string, error) {
 	return out, nil
 }
 
+// globFilter is what every path a deny glob matches must have, checked before the
+// full match (the walk for the workspace's ./*/*/*/.env tries every entry to that
+// depth against every pattern): its depth, for a pattern without "**", and a last
+// element that the pattern's last element matches. A pattern with braces, classes
+// or escapes, which may hold a "/", gets no filter.
+type globFilter struct {
+	depth int    // the number of "/" in a match; -1: any
+	last  string // the pattern's last element; "": any
+}
+
+func newGlobFilter(pattern string) globFilter {
+	f := globFilter{depth: -1}
+	if strings.ContainsAny(pattern, "{}[]\\") {
+		return f
+	}
+	if last := pattern[strings.LastIndexByte(pattern, '/')+1:]; !strings.Contains(last, "**") {
+		f.last = last
+	}
+	if !strings.Contains(pattern, "**") {
+		f.depth = strings.Count(pattern, "/")
+	}
+	return f
+}
+
+// may reports whether path can match the pattern; false is certain.
+func (f globFilter) may(path string) bool {
+	if f.depth >= 0 && strings.Count(path, "/") != f.depth {
+		return false
+	}
+	if f.last != "" {
+		if ok, _ := doublestar.Match(f.last, path[strings.LastIndexByte(path, '/')+1:]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // protect adds the mandatory protected paths of every writable root: read-only when
 // they exist, covered by an empty read-only placeholder when they don't, and every
 // directory between the root and them pinned so it can't be renamed and replaced.
@@ -301,13 +351,13 @@ func (p *planner) protect() error {
 	}
 	var hooks, config *policy.Protected
 	workspace := map[string]policy.Protected{}
+	home := p.pol.Home
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		home = real
+	}
 	for i, prot := range p.pol.Protected {
 		switch {
 		case prot.Where == policy.WhereHome:
-			home := p.pol.Home
-			if real, err := filepath.EvalSymlinks(home); err == nil {
-				home = real
-			}
 			if err := p.protectOne(home, filepath.Join(home, prot.Name), prot); err != nil {
 				return err
 			}
@@ -328,7 +378,7 @@ func (p *planner) protect() error {
 				return err
 			}
 		}
-		repos, found := scanNested(root, p.pol.ProtectedDepth, workspace)
+		repos, found := scanNested(p.dirs, root, p.pol.ProtectedDepth, workspace)
 		for path, prot := range found {
 			if err := p.protectOne(root, path, prot); err != nil {
 				return err
@@ -366,11 +416,11 @@ func (p *planner) protect() error {
 
 // scanNested walks root down to depth levels and returns the work trees of nested
 // git repositories and the existing entries named in the workspace table.
-func scanNested(root string, depth int, table map[string]policy.Protected) (repos []string, found map[string]policy.Protected) {
+func scanNested(dirs *dirCache, root string, depth int, table map[string]policy.Protected) (repos []string, found map[string]policy.Protected) {
 	found = map[string]policy.Protected{}
 	var walk func(dir string, level int)
 	walk = func(dir string, level int) {
-		ents, err := os.ReadDir(dir)
+		ents, err := dirs.readDir(dir)
 		if err != nil {
 			return
 		}
@@ -473,13 +523,15 @@ func (p *planner) checkDefaultRoots() error {
 
 // protectOne protects one entry of the protected paths table.
 func (p *planner) protectOne(base, target string, prot policy.Protected) error {
-	if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) && prot.Where == policy.WhereHome && !prot.Dir &&
-		(p.writable(filepath.Dir(target)) || p.writable(target)) {
-		if parent, err := os.Lstat(filepath.Dir(target)); err == nil && parent.IsDir() {
-			// A placeholder can't stand in for a missing shell file: an empty
-			// ~/.bash_profile directory would change what the user's login shells read.
-			return &SetupError{Stage: "policy", Err: fmt.Errorf("%s is writable and %s does not exist, so it can't be protected", filepath.Dir(target), target),
-				HintText: "create it (an empty file is fine) so moat can keep it read-only, or don't make your home directory writable"}
+	// The checks that need no syscall first: most home entries aren't writable.
+	if prot.Where == policy.WhereHome && !prot.Dir && (p.writable(filepath.Dir(target)) || p.writable(target)) {
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			if parent, err := os.Lstat(filepath.Dir(target)); err == nil && parent.IsDir() {
+				// A placeholder can't stand in for a missing shell file: an empty
+				// ~/.bash_profile directory would change what the user's login shells read.
+				return &SetupError{Stage: "policy", Err: fmt.Errorf("%s is writable and %s does not exist, so it can't be protected", filepath.Dir(target), target),
+					HintText: "create it (an empty file is fine) so moat can keep it read-only, or don't make your home directory writable"}
+			}
 		}
 	}
 	return p.protectPath(base, target, true, nil, "protected: "+prot.Reason)
@@ -635,7 +687,8 @@ func (p *planner) build() *plan {
 				// The host file now exists with content git reads as absent.
 				m.Op, m.Source, m.Dir = spec.OpBindRO, path, false
 			} else if m.Op == spec.OpMaskDir || m.Op == spec.OpBindRO {
-				m.Op = spec.OpPlaceholder
+				// Covered with an empty directory: nothing of the host is bound.
+				m.Op, m.Source = spec.OpPlaceholder, ""
 			}
 		}
 		out.mounts = append(out.mounts, m)

@@ -34,14 +34,27 @@ func Init() {
 // the command in the direct mode instead (direct_linux.go). env is the command's
 // environment before proxyEnv.
 func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, error) {
-	var o launch.Options
-	if c.jobs = newJobControl(c.TTY); c.jobs != nil {
-		o.Foreground, o.Stopped = c.TTY, c.jobs.stopped
+	var p *launch.Process
+	var err error
+	if sp := c.takeSpawned(); sp != nil {
+		if p, err = sp.p, sp.err; err == nil {
+			if err := p.Send(s); err != nil {
+				return nil, &SetupError{Stage: "spec", Err: err}
+			}
+		}
+	} else {
+		var o launch.Options
+		if c.jobs = newJobControl(c.TTY); c.jobs != nil {
+			o.Foreground, o.Stopped = c.TTY, c.jobs.stopped
+		}
+		p, err = launch.StartWith(s, c.Stdin, c.Stdout, c.Stderr, o)
 	}
-	p, err := launch.StartWith(s, c.Stdin, c.Stdout, c.Stderr, o)
 	if err != nil {
 		c.jobs = nil
 		if errno, ok := namespacesRefused(err); ok {
+			if s.FUSE != "" {
+				c.debugf("filesystem denial events unavailable: the direct mode has no covers to serve; reads of hidden paths are refused, unreported")
+			}
 			return c.startDirect(s, env, srv, errno)
 		}
 		return nil, &SetupError{Stage: "namespaces", Err: err,
@@ -50,13 +63,26 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 	if c.jobs != nil {
 		c.jobs.pgid = p.Pgid()
 	}
+	fs, err := c.serveFUSE(p, s)
+	if err != nil {
+		// Init failed before mounting them; its report says why.
+		p.Kill()
+		if res, werr := p.Wait(); werr == nil && res.Stage != "" {
+			return nil, &SetupError{Stage: res.Stage, Err: errors.New(res.Error), HintText: res.Hint}
+		}
+		return nil, &SetupError{Stage: "mount", Err: err}
+	}
 	if s.Net == nil {
+		if fs != nil {
+			return &netProcess{Process: p, fuse: fs}, nil
+		}
 		return p, nil
 	}
 	files, err := p.NetSockets()
 	if err != nil {
 		// Init failed before opening them; its report says why.
 		p.Kill()
+		defer fs.close()
 		if res, werr := p.Wait(); werr == nil && res.Stage != "" {
 			return nil, &SetupError{Stage: res.Stage, Err: errors.New(res.Error), HintText: res.Hint}
 		}
@@ -66,19 +92,62 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 	if err != nil {
 		p.Kill()
 		p.Wait()
+		fs.close()
 		return nil, err
 	}
-	return &netProcess{Process: p, ns: ns}, nil
+	return &netProcess{Process: p, ns: ns, fuse: fs}, nil
 }
 
-// netProcess is a sandbox whose network the supervisor serves until it ends.
+// netProcess is a sandbox whose network (and FUSE masks) the supervisor serves
+// until it ends.
 type netProcess struct {
 	*launch.Process
-	ns *netServer
+	ns   *netServer
+	fuse *fuseServer
 }
 
 func (p *netProcess) Wait() (spec.Result, error) {
 	res, err := p.Process.Wait()
 	p.ns.close()
+	p.fuse.close()
 	return res, err
+}
+
+// spawned is the namespace init Start spawns before it plans, so that the child's
+// start (its Go runtime, and what init does before it needs the spec) overlaps with
+// planning.
+type spawned struct {
+	p   *launch.Process
+	err error
+}
+
+// spawn starts the namespace init now, before its spec exists. A sandbox that is to
+// be the terminal's foreground job is spawned when its spec is ready instead: the
+// terminal would otherwise go to its process group while moat, still planning, may
+// write to it.
+func (c *Cmd) spawn() {
+	if newJobControl(c.TTY) != nil {
+		return
+	}
+	// Not in a goroutine: a fork that runs while the plan is made costs the planning
+	// a copy of every page it writes before the child execs, and more than it saves.
+	sp := &spawned{}
+	sp.p, sp.err = launch.Spawn(c.Stdin, c.Stdout, c.Stderr, launch.Options{})
+	c.spawned = sp
+}
+
+// takeSpawned hands over the init spawn started; nil when it didn't start one.
+func (c *Cmd) takeSpawned() *spawned {
+	sp := c.spawned
+	c.spawned = nil
+	return sp
+}
+
+// dropSpawned kills and reaps an init that Start spawned and didn't use, as when
+// planning fails.
+func (c *Cmd) dropSpawned() {
+	if sp := c.takeSpawned(); sp != nil && sp.err == nil {
+		sp.p.Kill()
+		sp.p.Wait()
+	}
 }

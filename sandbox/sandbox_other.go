@@ -17,3 +17,9 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 	return nil, &SetupError{Stage: "platform", Err: errors.New("moat's sandbox is not available on " + runtime.GOOS),
 		HintText: "moat runs on Linux today; macOS support (Seatbelt) is planned"}
 }
+
+// spawned is the Linux namespace init started before planning; none here.
+type spawned struct{}
+
+func (c *Cmd) spawn()       {}
+func (c *Cmd) dropSpawned() {}

@@ -50,6 +50,13 @@ fi
 work=$tmp/work
 mkdir "$work"
 cd "$work"
+# moat keeps the record of the placeholders it makes in $TMPDIR/moat-$UID (without
+# XDG_RUNTIME_DIR), shared by every moat of the user, and the last one out removes
+# them. A private TMPDIR keeps other moats on the machine (a test suite, an agent)
+# from holding that lock, which would leave each run's placeholders for the next
+# and skip their removal: a faster, wrong figure.
+export TMPDIR=$tmp
+unset XDG_RUNTIME_DIR
 
 # Commands as hyperfine -N (no shell) splits them: quote each word.
 q() { local s; s=$(printf '%q ' "$@"); printf '%s' "${s% }"; }

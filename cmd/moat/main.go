@@ -5,8 +5,12 @@ import (
 	"os"
 
 	"github.com/moat-sandbox/moat/internal/cli"
+	"github.com/moat-sandbox/moat/internal/starttrace"
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	starttrace.Mark("main", "start") // in each stage: the Go runtime has started
+	code := cli.Run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+	starttrace.Mark("main", "exit")
+	os.Exit(code)
 }

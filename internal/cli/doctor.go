@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/moat-sandbox/moat/internal/linux/fusemask"
 	"github.com/moat-sandbox/moat/internal/linux/probe"
 )
 
@@ -34,6 +35,7 @@ func doctorCmd(args []string, std stdio) error {
 	}
 
 	r := probe.Detect()
+	r.Features = append(r.Features, fileEvents())
 	if *asJSON {
 		enc := json.NewEncoder(std.out)
 		enc.SetIndent("", "  ")
@@ -76,6 +78,24 @@ func writeDoctor(w io.Writer, r probe.Report) {
 		writeField(w, "", "mode:    ", modeLine(r.Mode))
 	}
 	fmt.Fprintln(w, summary(r))
+}
+
+// fileEventsName is the doctor line of the FUSE device, which moat run's reports of
+// reads of hidden paths need.
+const fileEventsName = "filesystem denial events"
+
+// fileEvents checks that this user can open the FUSE device.
+func fileEvents() probe.Feature {
+	f := probe.Feature{Name: fileEventsName}
+	if err := fusemask.Check(); err != nil {
+		f.Detail = "unavailable: " + err.Error()
+		f.Meaning = "moat run hides the same paths, but doesn't report reads of them (--events, the summary at exit); not in the direct mode either way"
+		f.Fix = fusemask.Fix(err)
+		return f
+	}
+	f.Status = probe.Available
+	f.Detail = "available: " + fusemask.Device + " opens, so moat run reports each read of a hidden path"
+	return f
 }
 
 // modeLine says which mode moat run will use, and why.

@@ -31,7 +31,7 @@ func runCmd(args []string, std stdio) error {
 	)
 	pf.register(fset)
 	fset.BoolVar(&debug, "debug", false, "describe the sandbox on stderr as it is built")
-	fset.StringVar(&events, "events", "", "append the run's events (each connection and lookup allowed or refused) to `FILE` as JSON lines")
+	fset.StringVar(&events, "events", "", "append the run's events (each connection and lookup allowed or refused, each read of a hidden path) to `FILE` as JSON lines")
 	fset.BoolVar(&pf.flags.RequireNamespaces, "no-fallback", false, "where user namespaces are unavailable, fail instead of running in the direct mode (as \"moat\": {\"requireNamespaces\": true})")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,10 +68,12 @@ func runCmd(args []string, std stdio) error {
 		logFile = f
 	}
 	log := newEventLog(logFile)
+	log.pol = pol
 
 	cmd := sandbox.Command(pol, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = std.in, std.out, std.err
 	cmd.Events = log.add
+	cmd.FileEvents = log.addFile
 	cmd.Notice = std.err
 	if exe, err := os.Executable(); err == nil {
 		cmd.ProxyConnector = exe

@@ -29,6 +29,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/moat-sandbox/moat/internal/cli"
+	"github.com/moat-sandbox/moat/internal/linux/fusemask"
 	"github.com/moat-sandbox/moat/internal/linux/probe"
 	"github.com/moat-sandbox/moat/internal/testmoat"
 	"github.com/moat-sandbox/moat/sandbox"
@@ -131,11 +132,15 @@ func skip(ts *testscript.TestScript, reason string) {
 	ts.Value(tKey{}).(testscript.T).Skip(reason)
 }
 
-// condition adds [root]: the test runs as uid 0.
+// condition adds [root]: the test runs as uid 0; and [fuse]: this user can open
+// the FUSE device.
 func condition(cond string) (bool, error) {
 	switch cond {
 	case "root":
 		return os.Geteuid() == 0, nil
+	case "fuse":
+		// moat run's FUSE masks, which report reads of hidden paths, work for this user.
+		return fusemask.Check() == nil, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +53,14 @@ func (m Match) Origin() string {
 // Files created after the walk are not covered: the sandbox applies the result
 // when it starts.
 func Walk(root string, names []string, limit int) ([]Match, []File, error) {
-	w := &walker{names: names, limit: limit}
+	return WalkWith(root, names, limit, os.ReadDir)
+}
+
+// WalkWith is Walk reading directories with readDir, which returns a directory's
+// entries sorted by name, as os.ReadDir does: a caller that walks the same tree
+// for other reasons can share one reading of it.
+func WalkWith(root string, names []string, limit int, readDir func(string) ([]fs.DirEntry, error)) ([]Match, []File, error) {
+	w := &walker{names: names, limit: limit, readDir: readDir}
 	err := w.walk(filepath.Clean(root), nil)
 	if errors.Is(err, ErrTooMany) {
 		err = fmt.Errorf("walk %s: more than %d entries: %w", root, limit, ErrTooMany)
@@ -60,6 +69,7 @@ func Walk(root string, names []string, limit int) ([]Match, []File, error) {
 }
 
 type walker struct {
+	readDir func(string) ([]fs.DirEntry, error)
 	names   []string
 	limit   int
 	visited int
@@ -68,11 +78,16 @@ type walker struct {
 }
 
 func (w *walker) walk(dir string, stack []*File) error {
-	entries, err := os.ReadDir(dir)
+	entries, err := w.readDir(dir)
 	if err != nil {
 		return nil // not readable to this user, so not inside the sandbox either
 	}
 	for _, name := range w.names {
+		if _, found := slices.BinarySearchFunc(entries, name, func(e fs.DirEntry, name string) int {
+			return strings.Compare(e.Name(), name)
+		}); !found {
+			continue // the listing has no such entry: don't stat it in every directory
+		}
 		f, err := readIgnoreFile(filepath.Join(dir, name))
 		if err != nil || f == nil {
 			continue

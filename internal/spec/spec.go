@@ -51,6 +51,13 @@ type Net struct {
 // NetMessage is the data part of the one message that carries the sockets.
 const NetMessage = "moat-net-v1"
 
+// FUSEMessage is the data part of the message that carries the FUSE device (Spec.FUSE);
+// NoFUSEMessage starts the one that says, after it, why init uses plain masks instead.
+const (
+	FUSEMessage   = "moat-fuse-v1"
+	NoFUSEMessage = "moat-fuse-none: "
+)
+
 // Spec is everything the init stage needs. Paths are absolute and already resolved.
 type Spec struct {
 	Argv []string `json:"argv"`
@@ -65,6 +72,17 @@ type Spec struct {
 
 	// Net, when set, gives the sandbox moat's proxy and DNS stub.
 	Net *Net `json:"net,omitempty"`
+
+	// FUSE, when set, is the FUSE device init opens to cover the mask steps
+	// (OpMaskDir, OpMaskFile) with the nodes of one FUSE filesystem the supervisor
+	// serves (internal/linux/fusemask), which reports each access to a hidden path.
+	// The filesystem's root holds one entry per mask step, named by the step's index
+	// in decimal. Init sends the device and the filesystem's detached mount in the
+	// first message on the network descriptor (FUSEMessage) before it builds the
+	// view; when it can't open or mount it, it sends NoFUSEMessage and why, and
+	// covers the masks as it does without FUSE: the paths are hidden the same
+	// either way.
+	FUSE string `json:"fuse,omitempty"`
 
 	// Debug makes init describe each step on stderr.
 	Debug bool `json:"debug,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/internal/starttrace"
 )
 
 // InitArg is argv[1] of the re-executed init stage.
@@ -34,7 +35,7 @@ type Process struct {
 	cmd    *exec.Cmd
 	ctl    *os.File // spec, then signals
 	result *os.File
-	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets
+	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets and the FUSE device
 
 	stopped func(syscall.Signal)
 }
@@ -67,10 +68,22 @@ func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, e
 
 // StartWith is Start with options.
 func StartWith(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, error) {
-	data, err := json.Marshal(s)
+	p, err := Spawn(stdin, stdout, stderr, o)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.Send(s); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Spawn re-executes this binary as the sandbox's init, in new namespaces, before
+// its spec exists: init starts (the Go runtime, its signal handling, the work that
+// needs no spec) while the caller plans the sandbox, then waits for Send. A caller
+// that doesn't Send kills it with Kill and reaps it with Wait.
+func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, error) {
+	starttrace.Mark("supervisor", "spawning init")
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -81,25 +94,25 @@ func StartWith(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, o Option
 		specW.Close()
 		return nil, err
 	}
-	extra := []*os.File{specR, resW}
-	var netParent, netChild *os.File
-	if s.Net != nil {
-		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			specR.Close()
-			specW.Close()
-			resR.Close()
-			resW.Close()
-			return nil, os.NewSyscallError("socketpair", err)
-		}
-		netParent, netChild = os.NewFile(uintptr(pair[0]), "net"), os.NewFile(uintptr(pair[1]), "net-init")
-		extra = append(extra, netChild)
+	// The socket pair for spec.Net's sockets and the FUSE device: the spec that
+	// says whether they are wanted comes later, and an unused pair costs nothing.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		resR.Close()
+		resW.Close()
+		return nil, os.NewSyscallError("socketpair", err)
 	}
+	netParent, netChild := os.NewFile(uintptr(pair[0]), "net"), os.NewFile(uintptr(pair[1]), "net-init")
+	extra := []*os.File{specR, resW, netChild}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{"moat-init", InitArg},
-		Env:        []string{},
+		Path: "/proc/self/exe",
+		Args: []string{"moat-init", InitArg},
+		// Init's own environment (the command gets the spec's): one P, which also
+		// spares the runtime reading cgroup limits as it starts.
+		Env:        []string{"GOMAXPROCS=1"},
 		Stdin:      stdin,
 		Stdout:     stdout,
 		Stderr:     stderr,
@@ -117,32 +130,45 @@ func StartWith(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, o Option
 			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
+	if starttrace.On() {
+		cmd.Env = append(cmd.Env, starttrace.EnvValue())
+	}
 	if o.Foreground != nil {
 		cmd.SysProcAttr.Setpgid = true
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = int(o.Foreground.Fd())
 	}
 	err = cmd.Start()
+	starttrace.Mark("supervisor", "init execed")
 	specR.Close()
 	resW.Close()
-	if netChild != nil {
-		netChild.Close()
-	}
+	netChild.Close()
 	if err != nil {
 		specW.Close()
 		resR.Close()
-		if netParent != nil {
-			netParent.Close()
-		}
+		netParent.Close()
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	p := &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, stopped: o.Stopped}
-	if _, err := specW.Write(append(data, '\n')); err != nil {
-		p.Kill()
-		p.cmd.Wait()
-		return nil, fmt.Errorf("send sandbox spec: %w", err)
+	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, stopped: o.Stopped}, nil
+}
+
+// Send gives a spawned init its spec. When it fails, the sandbox is killed and
+// reaped, and Wait is not to be called.
+func (p *Process) Send(s *spec.Spec) error {
+	data, err := json.Marshal(s)
+	if err == nil {
+		_, err = p.ctl.Write(append(data, '\n'))
 	}
-	return p, nil
+	if err != nil {
+		p.Kill()
+		if res, werr := p.Wait(); werr == nil && res.Stage != "" {
+			// Init ended before it read its spec; its report says why.
+			return fmt.Errorf("send sandbox spec: %w (init: %s: %s)", err, res.Stage, res.Error)
+		}
+		return fmt.Errorf("send sandbox spec: %w", err)
+	}
+	starttrace.Mark("supervisor", "spec sent")
+	return nil
 }
 
 // NetSockets waits for the sockets init opens for spec.Net, in the order spec.Net
@@ -156,6 +182,7 @@ func (p *Process) NetSockets() ([]*os.File, error) {
 	buf := make([]byte, 64)
 	oob := make([]byte, unix.CmsgSpace(64*4))
 	n, oobn, _, _, err := unix.Recvmsg(int(p.net.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	starttrace.Mark("supervisor", "network sockets received")
 	if err != nil {
 		return nil, os.NewSyscallError("recvmsg", err)
 	}
@@ -211,8 +238,13 @@ func (p *Process) Wait() (spec.Result, error) {
 			p.stopped(syscall.Signal(res.Stopped))
 		}
 	}
+	starttrace.Mark("supervisor", "result read")
 	p.result.Close()
 	waitErr := p.cmd.Wait()
+	if p.net != nil {
+		p.net.Close() // unused when the spec asked for neither network nor FUSE
+	}
+	starttrace.Mark("supervisor", "init reaped")
 	p.ctl.Close()
 	if decErr != nil {
 		if errors.Is(decErr, io.EOF) {

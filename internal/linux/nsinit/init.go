@@ -19,6 +19,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linux/privs"
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/internal/starttrace"
 )
 
 // Descriptors the launcher passes to init.
@@ -29,6 +30,7 @@ const (
 
 // Main runs the init stage and never returns.
 func Main() {
+	starttrace.Mark("init", "main")
 	if os.Getpid() != 1 {
 		// Run by hand: without its own namespaces, building a root would change
 		// the caller's mounts.
@@ -37,10 +39,18 @@ func Main() {
 	}
 	runtime.GOMAXPROCS(1) // init does little; fewer threads to restrict
 	// Swallow the signals a terminal or the supervisor's process group gets: init is
-	// pid 1 and only forwards what the supervisor asks it to. Handled (not ignored)
-	// signals are reset to their defaults in the command.
-	signal.Notify(make(chan os.Signal, 16), syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
-		syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTSTP)
+	// pid 1 and only forwards what the supervisor asks it to. At SIG_DFL the kernel
+	// drops them (signals_unsafe.go), and the command starts with them at SIG_DFL.
+	swallow := []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM,
+		syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGTSTP}
+	if defaultSignals(swallow...) != nil {
+		// Handled (not ignored) signals are reset to their defaults in the command.
+		sigs := make([]os.Signal, len(swallow))
+		for i, sig := range swallow {
+			sigs[i] = sig
+		}
+		signal.Notify(make(chan os.Signal, 16), sigs...)
+	}
 
 	result := os.NewFile(resultFD, "result")
 	// Nothing inherited above the result pipe reaches the command.
@@ -71,10 +81,24 @@ func fail(stage string, err error, hint string) spec.Result {
 func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	// The command is forked from this thread, which alone drops its capabilities.
 	runtime.LockOSThread()
+	// Init is not dumpable, so the command, which has no capabilities, can't reach it
+	// through /proc/1 (its descriptors: the spec and result pipes, whatever moat's
+	// caller left open; its memory and environment) or ptrace. Landlock alone would
+	// allow that when this thread is init's first, whose domain /proc/1 checks.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail("capabilities", os.NewSyscallError("prctl(PR_SET_DUMPABLE)", err), "")
+	}
+	// What needs no spec is done while the supervisor plans the sandbox.
+	if err := loopbackUp(); err != nil {
+		return fail("network", err, "")
+	}
+	filter, filterErr := seccompProgram()
+	starttrace.Mark("init", "ready for spec")
 	line, err := ctl.ReadBytes('\n')
 	if err != nil {
 		return fail("spec", err, "")
 	}
+	starttrace.Mark("init", "spec read")
 	var s spec.Spec
 	if err := json.Unmarshal(line, &s); err != nil {
 		return fail("spec", err, "")
@@ -88,15 +112,14 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		return fail("mount", err, "run 'moat doctor' to see what this host supports")
 	}
 	debugf("mount view built: %d steps", len(s.Mounts))
-	if err := loopbackUp(); err != nil {
-		return fail("network", err, "")
-	}
+	starttrace.Mark("init", "root built")
 	if s.Net != nil {
 		if err := openNet(s.Net); err != nil {
 			return fail("network", err, "")
 		}
 		debugf("proxy on 127.0.0.1:%d, DNS stub on 127.0.0.1:53, host ports %v", s.Net.ProxyPort, s.Net.HostPorts)
 	}
+	starttrace.Mark("init", "net opened")
 	if err := unix.Chdir(s.Dir); err != nil {
 		return fail("chdir", fmt.Errorf("working directory %s is not visible in the sandbox: %w", s.Dir, err),
 			"run moat from a directory the policy lets the command read")
@@ -113,25 +136,35 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		return fail("capabilities", err, "")
 	}
 	abi, err := applyLandlock(s.Writable)
+	starttrace.Mark("init", "landlock applied")
 	if err != nil {
 		return fail("landlock", err, "Landlock must be enabled in the kernel (lsm=...,landlock); run 'moat doctor'")
 	}
 	debugf("landlock ABI %d applied; writable: %v", abi, s.Writable)
-	if err := applySeccomp(); err != nil {
-		return fail("seccomp", err, "run 'moat doctor'")
+	if filterErr == nil {
+		filterErr = applySeccomp(filter)
 	}
-	proc, err := os.StartProcess(path, s.Argv, &os.ProcAttr{
+	if filterErr != nil {
+		return fail("seccomp", filterErr, "run 'moat doctor'")
+	}
+	starttrace.Mark("init", "seccomp applied")
+	// syscall.ForkExec, not os.StartProcess: init reaps with wait4 and needs no
+	// os.Process, whose first start probes pidfd support by forking a test child.
+	// Fd, as os.StartProcess calls it, hands the command its stdio in blocking mode
+	// (a terminal shared with moat may have been left non-blocking).
+	pid, err := syscall.ForkExec(path, s.Argv, &syscall.ProcAttr{
 		Dir:   s.Dir,
 		Env:   s.Env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
 	})
 	if err != nil {
-		r := fail("exec", err, "")
+		r := fail("exec", &os.PathError{Op: "fork/exec", Path: path, Err: err}, "")
 		r.Errno = int(errnoOf(err))
 		return r
 	}
+	starttrace.Mark("init", "command started")
 	done := make(chan spec.Result, 1)
-	go func() { done <- reap(proc.Pid, report) }()
+	go func() { done <- reap(pid, report) }()
 	sigs := make(chan syscall.Signal)
 	go readSignals(ctl, sigs)
 	// Signals are sent from this thread: without Landlock's all-thread sync (ABI 8)
@@ -140,9 +173,10 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	for {
 		select {
 		case r := <-done:
+			starttrace.Mark("init", "command exited")
 			return r
 		case sig := <-sigs:
-			_ = unix.Kill(proc.Pid, sig)
+			_ = unix.Kill(pid, sig)
 		}
 	}
 }

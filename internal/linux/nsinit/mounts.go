@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linux/fusemask"
 	"github.com/moat-sandbox/moat/internal/spec"
 )
 
@@ -23,13 +24,19 @@ func buildRoot(s *spec.Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return sysErr("make mounts private", "/", err)
 	}
+	// First, so that the supervisor starts serving the FUSE masks while the host
+	// trees are cloned.
+	fuse := mountFUSE(s)
+	if fuse >= 0 {
+		defer unix.Close(fuse)
+	}
 	// Clone every host tree the plan binds before anything is attached: the sources
 	// are then the host's, whatever the staging point covers.
 	sources := make([]int, len(s.Mounts))
 	for i, m := range s.Mounts {
 		sources[i] = -1
-		if m.Source == "" {
-			continue
+		if m.Source == "" || m.Op != spec.OpBindRW && m.Op != spec.OpBindRO {
+			continue // only binds use a source; a clone left unattached costs its teardown
 		}
 		attr := uint64(unix.MOUNT_ATTR_NOSUID)
 		if m.Op == spec.OpBindRO {
@@ -63,8 +70,15 @@ func buildRoot(s *spec.Spec) error {
 	if err := buildDev(devs); err != nil {
 		return err
 	}
+	listFUSERoot(fuse, s.Mounts) // by now the supervisor serves it
 	for i, m := range s.Mounts {
-		if err := applyMount(s.Mounts, i, sources[i], empty); err != nil {
+		var err error
+		if fuse >= 0 && fusemask.IsMask(m) {
+			err = applyFUSEMask(m, i, fuse)
+		} else {
+			err = applyMount(s.Mounts, i, sources[i], empty)
+		}
+		if err != nil {
 			return fmt.Errorf("%s %s (%s): %w", m.Op, m.Path, m.Reason, err)
 		}
 		if sources[i] >= 0 {

@@ -49,10 +49,11 @@ func (a *asm) jumpIf(cond bpf.JumpTest, val uint32, t, f label) {
 	a.items = append(a.items, item{kind: kCond, cond: cond, val: val, t: t, f: f, size: 1})
 }
 
-// layout returns the program position of each item and of each label.
-func (a *asm) layout() (pos []int, at map[label]int) {
+// layout returns the program position of each item and of each label (labels are
+// 1 to a.labels, so a slice indexes them).
+func (a *asm) layout() (pos []int, at []int) {
 	pos = make([]int, len(a.items))
-	at = make(map[label]int)
+	at = make([]int, a.labels+1)
 	p := 0
 	for i, it := range a.items {
 		pos[i] = p
@@ -90,7 +91,7 @@ func fits(size int, far bool, p, t, f int) bool {
 
 // assemble resolves labels and returns the program.
 func (a *asm) assemble() ([]bpf.Instruction, error) {
-	marked := make(map[label]bool)
+	marked := make([]bool, a.labels+1)
 	for _, it := range a.items {
 		if it.kind == kMark {
 			if marked[it.t] {
@@ -134,7 +135,7 @@ func (a *asm) assemble() ([]bpf.Instruction, error) {
 		}
 	}
 	pos, at := a.layout()
-	var out []bpf.Instruction
+	out := make([]bpf.Instruction, 0, len(a.items))
 	for i, it := range a.items {
 		switch it.kind {
 		case kPlain:
