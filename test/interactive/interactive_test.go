@@ -247,7 +247,8 @@ func TestSignalsFromOutside(t *testing.T) {
 			p := tm.moat(ws, env, "python3", "-c", `
 import os, signal, sys, time
 def h(n, f):
-    print("HANDLED", n, flush=True)
+    # os.write, not print: the handler may run while print is mid-write.
+    os.write(1, b"HANDLED %d\n" % n)
     os._exit(100 + n)
 for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, h)
