@@ -134,7 +134,7 @@ func testAgent(t *testing.T, a agentCLI, bin string) {
 	makeStateDirs(t, pr.allowWrite)
 	for _, h := range a.home {
 		if strings.HasSuffix(h, "/") {
-			mkdir(t, filepath.Join(b.home, h))
+			testmoat.Mkdir(t, filepath.Join(b.home, h))
 		} else {
 			writeFile(t, filepath.Join(b.home, h), "")
 		}
@@ -251,7 +251,7 @@ func doInstallAgents(t *testing.T) (string, string, error) {
 		}
 	}
 	dir := filepath.Join(parent, name)
-	if exists(filepath.Join(dir, ".installed")) {
+	if testmoat.Exists(filepath.Join(dir, ".installed")) {
 		return dir, "", nil
 	}
 	reg := npmRegistry()
@@ -287,7 +287,7 @@ func doInstallAgents(t *testing.T) (string, string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, ".installed"), []byte(strings.Join(pkgs, "\n")+"\n"), 0o644); err != nil {
 		return "", "", err
 	}
-	if err := os.Rename(tmp, dir); err != nil && !exists(filepath.Join(dir, ".installed")) {
+	if err := os.Rename(tmp, dir); err != nil && !testmoat.Exists(filepath.Join(dir, ".installed")) {
 		return "", "", err // not a concurrent install that finished first
 	}
 	return dir, "", nil

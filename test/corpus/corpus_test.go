@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"io"
 	"os"
 	"path/filepath"
@@ -202,7 +203,7 @@ func corpus() []corpusCase {
 			script: "git merge -q --no-ff -m 'merge feature' feature",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "second parent of the merge", b.git("rev-parse", "HEAD^2"), b.git("rev-parse", "feature"))
-				wantEqual(t, "feature.txt", readFile(t, filepath.Join(b.ws, "feature.txt")), "feature\n")
+				wantEqual(t, "feature.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "feature.txt")), "feature\n")
 			}},
 		{name: "git_rebase", needs: []string{"git"},
 			script: "git checkout -q topic && echo topic > topic.txt && git add topic.txt && git commit -q -m topic && git rebase -q main",
@@ -216,7 +217,7 @@ func corpus() []corpusCase {
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "stash entries", strconv.Itoa(strings.Count(b.git("stash", "list"), "\n")), "1")
 				wantEqual(t, "git status", b.git("status", "--porcelain"), "")
-				wantEqual(t, "draft.txt", readFile(t, filepath.Join(b.ws, "draft.txt")), "draft\nmore\n")
+				wantEqual(t, "draft.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "draft.txt")), "draft\nmore\n")
 			}},
 		{name: "git_stash_pop_restore", needs: []string{"git"},
 			script: "git stash pop -q && grep -q wip draft.txt && git restore draft.txt",
@@ -237,18 +238,18 @@ func corpus() []corpusCase {
 				wantContains(t, "git worktree list", b.git("worktree", "list", "--porcelain"),
 					"worktree "+filepath.Join(b.ws, ".worktrees/hotfix")+"\n")
 				wantEqual(t, "subject of hotfix", b.git("log", "-1", "--format=%s", "hotfix"), "hotfix\n")
-				wantEqual(t, "fix.txt", readFile(t, filepath.Join(b.ws, ".worktrees/hotfix/fix.txt")), "fix\n")
+				wantEqual(t, "fix.txt", testmoat.ReadFile(t, filepath.Join(b.ws, ".worktrees/hotfix/fix.txt")), "fix\n")
 			}},
 		{name: "git_cherry_pick", needs: []string{"git"},
 			script: "git cherry-pick hotfix >/dev/null",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "subject of main", b.git("log", "-1", "--format=%s", "main"), "hotfix\n")
-				wantEqual(t, "fix.txt", readFile(t, filepath.Join(b.ws, "fix.txt")), "fix\n")
+				wantEqual(t, "fix.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "fix.txt")), "fix\n")
 			}},
 		{name: "git_apply", needs: []string{"git"},
 			script: "git apply --check patches/calc.diff && git apply patches/calc.diff && git diff --stat",
 			check: func(t *testing.T, b *box, r result) {
-				wantContains(t, "py/calc.py", readFile(t, filepath.Join(b.ws, "py/calc.py")), "def sub(a, b):")
+				wantContains(t, "py/calc.py", testmoat.ReadFile(t, filepath.Join(b.ws, "py/calc.py")), "def sub(a, b):")
 				wantContains(t, "git diff --stat", b.git("diff", "--stat"), "py/calc.py")
 			}},
 		{name: "git_grep", needs: []string{"git"},
@@ -267,15 +268,15 @@ func corpus() []corpusCase {
 			script: `git clone -q "$PWD" clones/copy && git -C clones/copy log -1 --format=%H`,
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "HEAD of the clone", r.stdout, b.git("rev-parse", "main"))
-				wantEqual(t, "README.md of the clone", readFile(t, filepath.Join(b.ws, "clones/copy/README.md")),
-					readFile(t, filepath.Join(b.ws, "README.md")))
+				wantEqual(t, "README.md of the clone", testmoat.ReadFile(t, filepath.Join(b.ws, "clones/copy/README.md")),
+					testmoat.ReadFile(t, filepath.Join(b.ws, "README.md")))
 			}},
 
 		// Builds and tests. go test first: it compiles most of what go build needs.
 		{name: "go_test", needs: []string{"go"},
 			script: "mkdir -p out && cd src && go test -count=1 -json . > ../out/test.json",
 			check: func(t *testing.T, b *box, r result) {
-				events := readFile(t, filepath.Join(b.ws, "out/test.json"))
+				events := testmoat.ReadFile(t, filepath.Join(b.ws, "out/test.json"))
 				wantContains(t, "out/test.json", events, `"Action":"pass","Package":"example.com/corpus","Test":"TestAdd"`)
 			}},
 		{name: "go_build", needs: []string{"go"},
@@ -287,19 +288,19 @@ func corpus() []corpusCase {
 		{name: "go_vet", needs: []string{"go"},
 			script: "mkdir -p out && cd src && go vet . && ! go vet ./vetme 2> ../out/vet.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantContains(t, "out/vet.txt", readFile(t, filepath.Join(b.ws, "out/vet.txt")), "Printf format %d has arg")
+				wantContains(t, "out/vet.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "out/vet.txt")), "Printf format %d has arg")
 			}},
 		{name: "gofmt", needs: []string{"go"},
 			script: "gofmt -l src/ugly && gofmt -w src/ugly/ugly.go",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "src/ugly/ugly.go", readFile(t, filepath.Join(b.ws, "src/ugly/ugly.go")),
+				wantEqual(t, "src/ugly/ugly.go", testmoat.ReadFile(t, filepath.Join(b.ws, "src/ugly/ugly.go")),
 					"package ugly\n\n// Ugly is badly formatted.\nfunc Ugly() int {\n\treturn 1\n}\n")
 			}},
 		{name: "go_mod_download", needs: []string{"go", "go-proxy"},
 			script: "cd depmod && go mod download " + depModule,
 			check: func(t *testing.T, b *box, r result) {
 				zip := filepath.Join(b.ws, ".modcache/cache/download", depModule, "@v", depVersion+".zip")
-				if !exists(zip) {
+				if !testmoat.Exists(zip) {
 					t.Errorf("no %s on the host\n%s", zip, r)
 				}
 			}},
@@ -320,7 +321,7 @@ func corpus() []corpusCase {
 		{name: "python_unittest", needs: []string{"python3"},
 			script: "mkdir -p out && cd py && python3 -m unittest -v 2> ../out/unittest.log",
 			check: func(t *testing.T, b *box, r result) {
-				log := readFile(t, filepath.Join(b.ws, "out/unittest.log"))
+				log := testmoat.ReadFile(t, filepath.Join(b.ws, "out/unittest.log"))
 				wantContains(t, "out/unittest.log", log, "test_add (test_calc.TestCalc")
 				wantContains(t, "out/unittest.log", log, "\nOK\n")
 			}},
@@ -328,14 +329,14 @@ func corpus() []corpusCase {
 			script: "python3 -m venv --without-pip .venv && .venv/bin/python -c 'import sys; print(sys.prefix)'",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "sys.prefix inside", r.stdout, filepath.Join(b.ws, ".venv")+"\n")
-				wantContains(t, ".venv/pyvenv.cfg", readFile(t, filepath.Join(b.ws, ".venv/pyvenv.cfg")), "home = ")
+				wantContains(t, ".venv/pyvenv.cfg", testmoat.ReadFile(t, filepath.Join(b.ws, ".venv/pyvenv.cfg")), "home = ")
 			}},
 		{name: "pip_install_local", needs: []string{"python3", "pip"},
 			script: "python3 -m pip install -q --no-index --no-build-isolation --disable-pip-version-check --target lib ./py/hellopkg && " +
 				"PYTHONPATH=lib python3 -c 'import hellopkg; print(hellopkg.GREETING)'",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "output inside", r.stdout, "hello from a local package\n")
-				wantContains(t, "lib/hellopkg/__init__.py", readFile(t, filepath.Join(b.ws, "lib/hellopkg/__init__.py")), "GREETING")
+				wantContains(t, "lib/hellopkg/__init__.py", testmoat.ReadFile(t, filepath.Join(b.ws, "lib/hellopkg/__init__.py")), "GREETING")
 			}},
 		{name: "cc_build", needs: []string{"cc"},
 			script: "mkdir -p bin && cc -O2 -o bin/hello c/hello.c && ./bin/hello",
@@ -346,20 +347,20 @@ func corpus() []corpusCase {
 		{name: "make", needs: []string{"make"},
 			script: "make -s && make -q",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "build/lines.txt", readFile(t, filepath.Join(b.ws, "build/lines.txt")), "3\n")
+				wantEqual(t, "build/lines.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "build/lines.txt")), "3\n")
 			}},
 		{name: "node_script", needs: []string{"node"},
 			script: `node -e "require('fs').writeFileSync('out/node.json', JSON.stringify({sum: 2 + 3}))"`,
 			check: func(t *testing.T, b *box, r result) {
 				var v struct{ Sum int }
-				if err := json.Unmarshal([]byte(readFile(t, filepath.Join(b.ws, "out/node.json"))), &v); err != nil || v.Sum != 5 {
+				if err := json.Unmarshal([]byte(testmoat.ReadFile(t, filepath.Join(b.ws, "out/node.json"))), &v); err != nil || v.Sum != 5 {
 					t.Errorf("out/node.json: %+v, %v", v, err)
 				}
 			}},
 		{name: "npm_run", needs: []string{"npm"},
 			script: "cd web && npm run -s build",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "web/dist/out.json", readFile(t, filepath.Join(b.ws, "web/dist/out.json")), `{"built":true,"node":true}`)
+				wantEqual(t, "web/dist/out.json", testmoat.ReadFile(t, filepath.Join(b.ws, "web/dist/out.json")), `{"built":true,"node":true}`)
 			}},
 		{name: "npm_install", needs: []string{"npm", "node", "npm-registry"},
 			script: `cd web && npm install -s --registry "$NPM_REGISTRY" ` + npmPackage + "@" + npmVersion + ` && ` +
@@ -367,8 +368,8 @@ func corpus() []corpusCase {
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "output inside", r.stdout, "true\n")
 				wantContains(t, "web/node_modules/"+npmPackage+"/package.json",
-					readFile(t, filepath.Join(b.ws, "web/node_modules", npmPackage, "package.json")), `"version": "`+npmVersion+`"`)
-				wantContains(t, "web/package.json", readFile(t, filepath.Join(b.ws, "web/package.json")), `"`+npmPackage+`"`)
+					testmoat.ReadFile(t, filepath.Join(b.ws, "web/node_modules", npmPackage, "package.json")), `"version": "`+npmVersion+`"`)
+				wantContains(t, "web/package.json", testmoat.ReadFile(t, filepath.Join(b.ws, "web/package.json")), `"`+npmPackage+`"`)
 			}},
 
 		// Search.
@@ -405,24 +406,24 @@ func corpus() []corpusCase {
 		{name: "sed_i", needs: []string{"sed"},
 			script: "sed -i 's/colour/color/g' docs/guide.md",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "docs/guide.md", readFile(t, filepath.Join(b.ws, "docs/guide.md")),
+				wantEqual(t, "docs/guide.md", testmoat.ReadFile(t, filepath.Join(b.ws, "docs/guide.md")),
 					"The color of the sandbox.\nAnother color line.\nneedle in the guide\n")
 			}},
 		{name: "patch", needs: []string{"patch"},
 			script: "patch -s -p1 < patches/readme.diff",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "README.md", readFile(t, filepath.Join(b.ws, "README.md")), "# corpus project\n\nneedle in the readme, patched\n")
+				wantEqual(t, "README.md", testmoat.ReadFile(t, filepath.Join(b.ws, "README.md")), "# corpus project\n\nneedle in the readme, patched\n")
 			}},
 		{name: "perl_pi", needs: []string{"perl"},
 			script: "perl -pi -e 's/^Another/One more/' docs/guide.md",
 			check: func(t *testing.T, b *box, r result) {
-				wantContains(t, "docs/guide.md", readFile(t, filepath.Join(b.ws, "docs/guide.md")), "One more color line.\n")
+				wantContains(t, "docs/guide.md", testmoat.ReadFile(t, filepath.Join(b.ws, "docs/guide.md")), "One more color line.\n")
 			}},
 		{name: "mkdir_touch", needs: []string{"mkdir", "touch"},
 			script: "mkdir -p scratch/a/b/c && touch scratch/a/b/c/.keep scratch/marker",
 			check: func(t *testing.T, b *box, r result) {
 				for _, p := range []string{"scratch/a/b/c/.keep", "scratch/marker"} {
-					if !exists(filepath.Join(b.ws, p)) {
+					if !testmoat.Exists(filepath.Join(b.ws, p)) {
 						t.Errorf("%s is not on the host", p)
 					}
 				}
@@ -431,15 +432,15 @@ func corpus() []corpusCase {
 			script: "cp README.md scratch/readme.copy && mv scratch/readme.copy scratch/a/readme.moved && " +
 				"rm scratch/marker && rm -r scratch/a/b && cp -r docs scratch/docs-copy",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/a/readme.moved", readFile(t, filepath.Join(b.ws, "scratch/a/readme.moved")),
-					readFile(t, filepath.Join(b.ws, "README.md")))
+				wantEqual(t, "scratch/a/readme.moved", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/a/readme.moved")),
+					testmoat.ReadFile(t, filepath.Join(b.ws, "README.md")))
 				for _, gone := range []string{"scratch/marker", "scratch/a/b", "scratch/readme.copy"} {
-					if exists(filepath.Join(b.ws, gone)) {
+					if testmoat.Exists(filepath.Join(b.ws, gone)) {
 						t.Errorf("%s is still on the host", gone)
 					}
 				}
-				wantEqual(t, "scratch/docs-copy/guide.md", readFile(t, filepath.Join(b.ws, "scratch/docs-copy/guide.md")),
-					readFile(t, filepath.Join(b.ws, "docs/guide.md")))
+				wantEqual(t, "scratch/docs-copy/guide.md", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/docs-copy/guide.md")),
+					testmoat.ReadFile(t, filepath.Join(b.ws, "docs/guide.md")))
 			}},
 		{name: "mktemp", needs: []string{"mktemp"},
 			script: `t=$(mktemp) && echo tmpdata > "$t" && cp "$t" scratch/from-tmp.txt && echo "$t" && ` +
@@ -449,17 +450,17 @@ func corpus() []corpusCase {
 				if len(lines) != 2 {
 					t.Fatalf("want the temp file and the temp dir:\n%s", r)
 				}
-				wantEqual(t, "scratch/from-tmp.txt", readFile(t, filepath.Join(b.ws, "scratch/from-tmp.txt")), "tmpdata\n")
-				wantEqual(t, "the temp dir's file", readFile(t, filepath.Join(b.ws, "scratch", lines[1], "f")), "x\n")
-				if strings.HasPrefix(lines[0], "/tmp/") && readFile(t, lines[0]) == "tmpdata\n" {
+				wantEqual(t, "scratch/from-tmp.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/from-tmp.txt")), "tmpdata\n")
+				wantEqual(t, "the temp dir's file", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch", lines[1], "f")), "x\n")
+				if strings.HasPrefix(lines[0], "/tmp/") && testmoat.ReadFile(t, lines[0]) == "tmpdata\n" {
 					t.Errorf("mktemp's file %s landed in the host's /tmp", lines[0])
 				}
 			}},
 		{name: "tee", needs: []string{"tee"},
 			script: "printf 'one\\ntwo\\n' | tee scratch/t1.txt scratch/t2.txt >/dev/null && echo three | tee -a scratch/t1.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/t1.txt", readFile(t, filepath.Join(b.ws, "scratch/t1.txt")), "one\ntwo\nthree\n")
-				wantEqual(t, "scratch/t2.txt", readFile(t, filepath.Join(b.ws, "scratch/t2.txt")), "one\ntwo\n")
+				wantEqual(t, "scratch/t1.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/t1.txt")), "one\ntwo\nthree\n")
+				wantEqual(t, "scratch/t2.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/t2.txt")), "one\ntwo\n")
 			}},
 		{name: "symlink", needs: []string{"ln"},
 			script: "ln -s ../docs/guide.md scratch/guide-link && head -1 scratch/guide-link",
@@ -500,8 +501,8 @@ func corpus() []corpusCase {
 		{name: "tar_extract", needs: []string{"tar", "gzip"},
 			script: "mkdir -p unpacked && tar xzf dist/src.tar.gz -C unpacked",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "unpacked/src/main.go", readFile(t, filepath.Join(b.ws, "unpacked/src/main.go")),
-					readFile(t, filepath.Join(b.ws, "src/main.go")))
+				wantEqual(t, "unpacked/src/main.go", testmoat.ReadFile(t, filepath.Join(b.ws, "unpacked/src/main.go")),
+					testmoat.ReadFile(t, filepath.Join(b.ws, "src/main.go")))
 			}},
 		{name: "gzip_roundtrip", needs: []string{"gzip"},
 			script: "gzip -k -9 docs/guide.md && mv docs/guide.md.gz dist/ && gunzip -c dist/guide.md.gz > scratch/guide.roundtrip",
@@ -516,61 +517,61 @@ func corpus() []corpusCase {
 					t.Fatal(err)
 				}
 				data, _ := io.ReadAll(zr)
-				guide := readFile(t, filepath.Join(b.ws, "docs/guide.md"))
+				guide := testmoat.ReadFile(t, filepath.Join(b.ws, "docs/guide.md"))
 				wantEqual(t, "dist/guide.md.gz read on the host", string(data), guide)
-				wantEqual(t, "scratch/guide.roundtrip", readFile(t, filepath.Join(b.ws, "scratch/guide.roundtrip")), guide)
+				wantEqual(t, "scratch/guide.roundtrip", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/guide.roundtrip")), guide)
 			}},
 		{name: "zip_unzip", needs: []string{"zip", "unzip"},
 			script: "zip -qr dist/docs.zip docs && unzip -q -o dist/docs.zip -d unpacked/zip",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "unpacked/zip/docs/guide.md", readFile(t, filepath.Join(b.ws, "unpacked/zip/docs/guide.md")),
-					readFile(t, filepath.Join(b.ws, "docs/guide.md")))
+				wantEqual(t, "unpacked/zip/docs/guide.md", testmoat.ReadFile(t, filepath.Join(b.ws, "unpacked/zip/docs/guide.md")),
+					testmoat.ReadFile(t, filepath.Join(b.ws, "docs/guide.md")))
 			}},
 
 		// Shell features.
 		{name: "pipes", needs: []string{"seq", "grep", "wc"},
 			script: "seq 1 1000 | grep 7 | sort -n | tail -1 > scratch/pipe.txt && seq 1 1000 | grep 7 | wc -l",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/pipe.txt", readFile(t, filepath.Join(b.ws, "scratch/pipe.txt")), "997\n")
+				wantEqual(t, "scratch/pipe.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/pipe.txt")), "997\n")
 				wantEqual(t, "count", strings.TrimSpace(r.stdout), "271")
 			}},
 		{name: "subshell", needs: []string{"basename"},
 			script: "(cd docs && pwd > ../scratch/where.txt); echo $(( 6 * 7 )) > scratch/answer.txt; basename \"$(pwd)\"",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/where.txt", readFile(t, filepath.Join(b.ws, "scratch/where.txt")), filepath.Join(b.ws, "docs")+"\n")
-				wantEqual(t, "scratch/answer.txt", readFile(t, filepath.Join(b.ws, "scratch/answer.txt")), "42\n")
+				wantEqual(t, "scratch/where.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/where.txt")), filepath.Join(b.ws, "docs")+"\n")
+				wantEqual(t, "scratch/answer.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/answer.txt")), "42\n")
 				wantEqual(t, "basename", r.stdout, filepath.Base(b.ws)+"\n")
 			}},
 		{name: "heredoc", needs: []string{"cat"},
 			script: "cat > scratch/literal.ini <<'EOF'\n[core]\nhome = $HOME\nEOF\ncat > scratch/expanded.ini <<EOF\nhome = $HOME\nEOF",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/literal.ini", readFile(t, filepath.Join(b.ws, "scratch/literal.ini")), "[core]\nhome = $HOME\n")
-				wantEqual(t, "scratch/expanded.ini", readFile(t, filepath.Join(b.ws, "scratch/expanded.ini")), "home = "+b.home+"\n")
+				wantEqual(t, "scratch/literal.ini", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/literal.ini")), "[core]\nhome = $HOME\n")
+				wantEqual(t, "scratch/expanded.ini", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/expanded.ini")), "home = "+b.home+"\n")
 			}},
 		{name: "background_wait", needs: []string{"sleep"},
 			script: "(sleep 0.2; echo one > scratch/bg1.txt) & (echo two > scratch/bg2.txt) & wait; cat scratch/bg1.txt scratch/bg2.txt",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "output inside", r.stdout, "one\ntwo\n")
-				wantEqual(t, "scratch/bg1.txt", readFile(t, filepath.Join(b.ws, "scratch/bg1.txt")), "one\n")
+				wantEqual(t, "scratch/bg1.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/bg1.txt")), "one\n")
 			}},
 		{name: "bash_features", needs: []string{"bash", "sort"},
 			script: "diff <(printf 'b\\na\\n' | sort) <(printf 'a\\nb\\n') && arr=(x y z) && [[ abc == a* ]] && " +
 				"echo \"${#arr[@]} ${arr[-1]}\" > scratch/bash.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/bash.txt", readFile(t, filepath.Join(b.ws, "scratch/bash.txt")), "3 z\n")
+				wantEqual(t, "scratch/bash.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/bash.txt")), "3 z\n")
 			}},
 		{name: "exit_status_timeout", needs: []string{"timeout", "sleep"},
 			script: "false || echo recovered > scratch/recovered.txt; timeout 0.2 sleep 10; echo $? > scratch/timeout.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/recovered.txt", readFile(t, filepath.Join(b.ws, "scratch/recovered.txt")), "recovered\n")
-				wantEqual(t, "timeout's status", readFile(t, filepath.Join(b.ws, "scratch/timeout.txt")), "124\n")
+				wantEqual(t, "scratch/recovered.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/recovered.txt")), "recovered\n")
+				wantEqual(t, "timeout's status", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/timeout.txt")), "124\n")
 			}},
 		{name: "stdin", needs: []string{"wc", "tee"},
 			stdin:  "a\nb\nc\n",
 			script: "tee scratch/stdin.txt | wc -l",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "count", strings.TrimSpace(r.stdout), "3")
-				wantEqual(t, "scratch/stdin.txt", readFile(t, filepath.Join(b.ws, "scratch/stdin.txt")), "a\nb\nc\n")
+				wantEqual(t, "scratch/stdin.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/stdin.txt")), "a\nb\nc\n")
 			}},
 		{name: "long_output", needs: []string{"seq", "head", "yes"},
 			script: "seq 1 200000 && yes 0123456789abcdef | head -c 1000000 >&2 && seq 1 200000 > scratch/long.txt",
@@ -581,13 +582,13 @@ func corpus() []corpusCase {
 				if len(r.stderr) != 1000000 {
 					t.Errorf("stderr: %d bytes, want 1000000", len(r.stderr))
 				}
-				wantEqual(t, "scratch/long.txt", readFile(t, filepath.Join(b.ws, "scratch/long.txt")), r.stdout)
+				wantEqual(t, "scratch/long.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/long.txt")), r.stdout)
 			}},
 		{name: "env_inspection", needs: []string{"env", "sort"},
 			script: "env | sort > scratch/env.txt && printenv HOME && echo \"$MOAT_CORPUS_VAR\"",
 			check: func(t *testing.T, b *box, r result) {
 				wantEqual(t, "output inside", r.stdout, b.home+"\nplain value\n")
-				env := readFile(t, filepath.Join(b.ws, "scratch/env.txt"))
+				env := testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/env.txt"))
 				for _, want := range []string{"HOME=" + b.home + "\n", "PWD=" + b.ws + "\n", "MOAT_CORPUS_VAR=plain value\n", "HTTPS_PROXY="} {
 					wantContains(t, "scratch/env.txt", env, want)
 				}
@@ -595,7 +596,7 @@ func corpus() []corpusCase {
 		{name: "identity", needs: []string{"id", "uname"},
 			script: "id -u > scratch/uid.txt && uname -s",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "id -u inside", readFile(t, filepath.Join(b.ws, "scratch/uid.txt")), strconv.Itoa(os.Getuid())+"\n")
+				wantEqual(t, "id -u inside", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/uid.txt")), strconv.Itoa(os.Getuid())+"\n")
 				wantEqual(t, "uname -s", r.stdout, "Linux\n")
 			}},
 		{name: "process_tools", needs: []string{"ps", "sleep"},
@@ -603,15 +604,15 @@ func corpus() []corpusCase {
 			script: "sleep 30 & pid=$!; for i in $(seq 100); do [ \"$(ps -o comm= -p $pid)\" = sleep ] && break; sleep 0.05; done; " +
 				"ps -o comm= -p $pid > scratch/ps.txt; kill $pid; wait $pid; echo $? > scratch/killed.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/ps.txt", readFile(t, filepath.Join(b.ws, "scratch/ps.txt")), "sleep\n")
-				wantEqual(t, "status of the killed sleep", readFile(t, filepath.Join(b.ws, "scratch/killed.txt")), "143\n")
+				wantEqual(t, "scratch/ps.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/ps.txt")), "sleep\n")
+				wantEqual(t, "status of the killed sleep", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/killed.txt")), "143\n")
 			}},
 		{name: "loopback_server", needs: []string{"python3", "curl"},
 			script: "python3 -m http.server 18765 --bind 127.0.0.1 --directory served >/dev/null 2>&1 & srv=$!; " +
 				"for i in $(seq 100); do curl -fsS -o scratch/fetched.txt http://127.0.0.1:18765/index.txt 2>/dev/null && break; sleep 0.1; done; " +
 				"kill $srv; cat scratch/fetched.txt",
 			check: func(t *testing.T, b *box, r result) {
-				wantEqual(t, "scratch/fetched.txt", readFile(t, filepath.Join(b.ws, "scratch/fetched.txt")), "served over loopback\n")
+				wantEqual(t, "scratch/fetched.txt", testmoat.ReadFile(t, filepath.Join(b.ws, "scratch/fetched.txt")), "served over loopback\n")
 			}},
 	}
 }

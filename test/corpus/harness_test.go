@@ -31,9 +31,6 @@ package corpus_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -42,7 +39,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -117,24 +113,8 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	name := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
-	if len(name) > 20 {
-		name = name[:20]
-	}
-	root, err := os.MkdirTemp(baseDir, name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := &box{t: t, root: root, ws: filepath.Join(root, "ws"), home: filepath.Join(root, "home"), xdg: filepath.Join(root, "xdg")}
-	mkdir(t, b.ws)
-	mkdir(t, b.home)
-	if err := os.Mkdir(b.xdg, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	d := testmoat.NewDirs(t, baseDir, 20)
+	return &box{t: t, root: d.Root, ws: d.WS, home: d.Home, xdg: d.XDG}
 }
 
 // opts describe one moat run.
@@ -217,7 +197,7 @@ func (b *box) exec(dir string, env []string, stdin, name string, args ...string)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	r := result{stdout: out.String(), stderr: errb.String(), code: testmoat.ExitStatus(cmd, err)}
 	if ctx.Err() != nil {
 		b.t.Fatalf("%s %q did not end within %v:\n%s", name, args, runTimeout, r)
 	}
@@ -237,20 +217,6 @@ func (b *box) git(args ...string) string {
 	return r.stdout
 }
 
-func exitStatus(cmd *exec.Cmd, err error) int {
-	if cmd.ProcessState == nil {
-		return -1
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return -1
-	}
-	return cmd.ProcessState.ExitCode()
-}
-
 func shell() string {
 	if p, err := exec.LookPath("bash"); err == nil {
 		return p
@@ -265,44 +231,12 @@ func goBin() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// token returns a fresh random marker; finding it somewhere proves a read.
-func token(kind string) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return "MOAT-" + kind + "-" + hex.EncodeToString(b[:])
-}
-
-func mkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
-	mkdir(t, filepath.Dir(path))
+	testmoat.Mkdir(t, filepath.Dir(path))
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// readFile returns a host file's content, or "" when it doesn't exist.
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// exists reports whether path exists on the host, without following a final symlink.
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
 
 // filesContaining walks dir on the host (never following symlinks) and returns the

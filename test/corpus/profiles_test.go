@@ -2,6 +2,7 @@ package corpus_test
 
 import (
 	"fmt"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,12 +62,12 @@ func makeStateDirs(t *testing.T, paths []string) {
 	t.Helper()
 	for _, p := range paths {
 		if looksLikeFile(p) {
-			if !exists(p) {
+			if !testmoat.Exists(p) {
 				writeFile(t, p, "{}\n")
 			}
 			continue
 		}
-		mkdir(t, p)
+		testmoat.Mkdir(t, p)
 	}
 }
 
@@ -98,21 +99,21 @@ func testProfile(t *testing.T, name string) {
 		if !looksLikeFile(p) {
 			target = filepath.Join(p, "moat-profile-probe")
 		}
-		writes[target] = token("write")
+		writes[target] = testmoat.Token("write")
 		fmt.Fprintf(&script, "w %s %s\n", shq(target), writes[target])
 	}
-	denyTok := token("denied")
+	denyTok := testmoat.Token("denied")
 	for _, p := range pr.denyWrite {
 		for _, target := range []string{p, filepath.Join(p, "moat-profile-probe"), filepath.Join(p, "sub", "x")} {
 			fmt.Fprintf(&script, "mkdir -p %s 2>/dev/null; w %s %s 2>/dev/null\n", shq(filepath.Dir(target)), shq(target), denyTok)
 		}
 	}
 
-	env := []string{"GITHUB_TOKEN=" + token("unpassed")}
+	env := []string{"GITHUB_TOKEN=" + testmoat.Token("unpassed")}
 	passed := map[string]string{}
 	for _, pat := range pr.passEnv {
 		n := strings.ReplaceAll(pat, "*", "MOATPROBE")
-		passed[n] = token("passed")
+		passed[n] = testmoat.Token("passed")
 		env = append(env, n+"="+passed[n])
 	}
 	script.WriteString("env > envdump\n")
@@ -120,10 +121,10 @@ func testProfile(t *testing.T, name string) {
 	logins := map[string]string{}
 	for _, p := range pr.secrets {
 		file := p // a login file; a login directory gets a file inside
-		if exists(p) && !looksLikeFile(p) {
+		if testmoat.Exists(p) && !looksLikeFile(p) {
 			file = filepath.Join(p, "login")
 		}
-		logins[file] = token("login")
+		logins[file] = testmoat.Token("login")
 		writeFile(t, file, logins[file]+"\n")
 		fmt.Fprintf(&script, "cat %s\n", shq(file))
 	}
@@ -134,14 +135,14 @@ func testProfile(t *testing.T, name string) {
 		t.Fatalf("moat run --profile %s failed:\n%s", name, r)
 	}
 	for target, tok := range writes {
-		if !strings.Contains(readFile(t, target), tok) {
+		if !strings.Contains(testmoat.ReadFile(t, target), tok) {
 			t.Errorf("the profile makes %s writable, but the sandbox's write did not land there on the host:\n%s", target, r)
 		}
 	}
 	if hits := filesContaining(t, b.home, denyTok, nil); len(hits) > 0 {
 		t.Errorf("the profile keeps these read-only, yet the sandbox wrote %v", hits)
 	}
-	dump := readFile(t, filepath.Join(b.ws, "envdump"))
+	dump := testmoat.ReadFile(t, filepath.Join(b.ws, "envdump"))
 	for n, tok := range passed {
 		if !strings.Contains(dump, n+"="+tok) {
 			t.Errorf("the profile passes %s, but it did not reach the command", n)

@@ -2,6 +2,7 @@ package corpus_test
 
 import (
 	"fmt"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,7 +52,7 @@ func probeSecretFiles(t *testing.T, asDir bool) {
 			continue
 		}
 		perEntry[name]++
-		d := decoy{entry: name, path: decoyPath(r), canary: token("secret")}
+		d := decoy{entry: name, path: decoyPath(r), canary: testmoat.Token("secret")}
 		d.file = d.path
 		if asDir {
 			d.file = filepath.Join(d.path, "secret")
@@ -79,10 +80,10 @@ func probeSecretFiles(t *testing.T, asDir bool) {
 	// Controls: readable files next to the secrets. If they don't show up, the
 	// sandbox never read the home directory and the probe proves nothing.
 	controls := map[string]string{
-		filepath.Join(b.home, "notes", "control.txt"):   token("control"),
-		filepath.Join(b.home, ".config", "control.txt"): token("control"),
-		filepath.Join(b.ws, "control.txt"):              token("control"),
-		filepath.Join(b.ws, "config.env"):               token("control"), // not .env, not .env.*
+		filepath.Join(b.home, "notes", "control.txt"):   testmoat.Token("control"),
+		filepath.Join(b.home, ".config", "control.txt"): testmoat.Token("control"),
+		filepath.Join(b.ws, "control.txt"):              testmoat.Token("control"),
+		filepath.Join(b.ws, "config.env"):               testmoat.Token("control"), // not .env, not .env.*
 	}
 	for p, tok := range controls {
 		writeFile(t, p, tok+"\n")
@@ -116,7 +117,7 @@ for root in (os.environ["HOME"], "."):
 '
 ` + script
 	}
-	mkdir(t, filepath.Join(b.ws, "loot"))
+	testmoat.Mkdir(t, filepath.Join(b.ws, "loot"))
 	r := b.run(opts{script: script})
 
 	for p, tok := range controls {
@@ -199,13 +200,13 @@ func TestSecretEnv(t *testing.T) {
 			t.Errorf("%s: the default policy keeps it (%s); the probe names must be ones the table scrubs", n, v.Reason)
 			continue
 		}
-		canary[n] = token("env")
+		canary[n] = testmoat.Token("env")
 		env = append(env, n+"="+canary[n])
 	}
-	plain := token("plain")
+	plain := testmoat.Token("plain")
 	env = append(env, "MOAT_PLAIN_VAR="+plain)
 	r := b.run(opts{env: env, script: "env; tr '\\0' '\\n' < /proc/self/environ; tr '\\0' '\\n' < /proc/1/environ; set; env > envdump"})
-	if !strings.Contains(r.stdout, "MOAT_PLAIN_VAR="+plain) || !strings.Contains(readFile(t, filepath.Join(b.ws, "envdump")), plain) {
+	if !strings.Contains(r.stdout, "MOAT_PLAIN_VAR="+plain) || !strings.Contains(testmoat.ReadFile(t, filepath.Join(b.ws, "envdump")), plain) {
 		t.Fatalf("control: an ordinary variable did not reach the command:\n%s", r)
 	}
 	var leaked []string

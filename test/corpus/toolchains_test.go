@@ -1,6 +1,7 @@
 package corpus_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,9 +36,9 @@ func TestToolchainProfiles(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("go mod tidy under --profile go --profile go-registry:\n%s", r)
 		}
-		wantEqual(t, "go.sum", readFile(t, filepath.Join(b.ws, "go.sum")), depSum)
+		wantEqual(t, "go.sum", testmoat.ReadFile(t, filepath.Join(b.ws, "go.sum")), depSum)
 		zip := filepath.Join(b.home, "go/pkg/mod/cache/download", depModule, "@v", depVersion+".zip")
-		if !exists(zip) {
+		if !testmoat.Exists(zip) {
 			t.Errorf("no %s on the host", zip)
 		}
 		if entries, _ := os.ReadDir(filepath.Join(b.home, "go/pkg/sumdb")); len(entries) == 0 {
@@ -65,7 +66,7 @@ func TestToolchainProfiles(t *testing.T) {
 			t.Fatalf("npm install under --profile node --profile node-registry:\n%s", r)
 		}
 		wantContains(t, "node_modules/"+npmPackage+"/package.json",
-			readFile(t, filepath.Join(b.ws, "node_modules", npmPackage, "package.json")), `"version": "`+npmVersion+`"`)
+			testmoat.ReadFile(t, filepath.Join(b.ws, "node_modules", npmPackage, "package.json")), `"version": "`+npmVersion+`"`)
 		var cached int
 		_ = filepath.WalkDir(filepath.Join(b.home, ".npm", "_cacache"), func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() && strings.Contains(p, "content-v2") {

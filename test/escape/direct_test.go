@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"io"
 	"net"
 	"net/http"
@@ -156,7 +157,7 @@ func testDirectModeLine(t *testing.T) {
 // mktemp works in the private temp dir, which is gone afterwards.
 func testDirectWrites(t *testing.T) {
 	b := newBox(t)
-	u := token("w")
+	u := testmoat.Token("w")
 	const bashrc = "# the user's bashrc\n"
 	writeFile(t, filepath.Join(b.home, ".bashrc"), bashrc, 0o644)
 	targets, attempts := outsideWrites(t, b, u)
@@ -167,27 +168,27 @@ f=$(mktemp) && echo data > "$f" && cat "$f" > mk && echo "$f" > mkname
 d=$(mktemp -d) && echo x > "$d/g" && cat "$d/g" > mkd
 python3 -c 'import tempfile; f = tempfile.NamedTemporaryFile(); f.write(b"py"); f.flush(); print(open(f.name).read())' > pytmp
 `})
-	if got := readFile(t, filepath.Join(b.ws, "ctl")); got != "ok\n" {
+	if got := testmoat.ReadFile(t, filepath.Join(b.ws, "ctl")); got != "ok\n" {
 		t.Fatalf("control: a workspace write did not land on the host (ctl=%q):\n%s", got, r)
 	}
 	for _, p := range append(targets, filepath.Join(b.home, "dir2-"+u)) {
-		if exists(p) {
+		if testmoat.Exists(p) {
 			t.Errorf("the sandbox created %s on the host", p)
 		}
 	}
-	if got := readFile(t, filepath.Join(b.home, ".bashrc")); got != bashrc {
+	if got := testmoat.ReadFile(t, filepath.Join(b.home, ".bashrc")); got != bashrc {
 		t.Errorf("the sandbox changed ~/.bashrc on the host: %q", got)
 	}
 	for name, want := range map[string]string{"mk": "data\n", "mkd": "x\n", "pytmp": "py\n"} {
-		if got := readFile(t, filepath.Join(b.ws, name)); got != want {
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, name)); got != want {
 			t.Errorf("control: temp files in the sandbox: %s = %q, want %q:\n%s", name, got, want, r)
 		}
 	}
 	// mktemp used the private temp dir ($TMPDIR), which is gone after the run.
-	name := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "mkname")))
+	name := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "mkname")))
 	if dir := filepath.Dir(name); !strings.HasPrefix(filepath.Base(dir), "moat-tmp-") {
 		t.Errorf("control: mktemp made %q, not in moat's private temp dir", name)
-	} else if exists(dir) {
+	} else if testmoat.Exists(dir) {
 		t.Errorf("the private temp dir %s is still on the host after the run", dir)
 	}
 }
@@ -203,19 +204,19 @@ func testDirectTempAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(b.ws, "tmpdir")
-	if !waitFor(20*time.Second, func() bool { return strings.HasSuffix(readFile(t, file), "\n") }) {
+	if !waitFor(20*time.Second, func() bool { return strings.HasSuffix(testmoat.ReadFile(t, file), "\n") }) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal("control: the command never wrote its $TMPDIR")
 	}
-	dir := strings.TrimSpace(readFile(t, file))
-	if !exists(filepath.Join(dir, "f")) {
+	dir := strings.TrimSpace(testmoat.ReadFile(t, file))
+	if !testmoat.Exists(filepath.Join(dir, "f")) {
 		t.Fatalf("control: the private temp dir %s is not on the host while the command runs", dir)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	// Removal follows the sandbox's end, asynchronously: poll (a hang guard, not a verdict).
-	if !waitFor(10*time.Second, func() bool { return !exists(dir) }) {
+	if !waitFor(10*time.Second, func() bool { return !testmoat.Exists(dir) }) {
 		t.Errorf("the private temp dir %s outlived a SIGKILLed moat", dir)
 	}
 }
@@ -297,7 +298,7 @@ func (h *httpLog) requests() string {
 func testDirectNetwork(t *testing.T) {
 	b := newBox(t)
 	allowed, other := serveHTTPLog(t), serveHTTPLog(t)
-	tok := token("net")
+	tok := testmoat.Token("net")
 	allowedAddr, otherAddr := allowed.addr(), other.addr()
 	events := filepath.Join(b.root, "events.jsonl")
 	r := b.run(opts{
@@ -327,7 +328,7 @@ func testDirectNetwork(t *testing.T) {
 		}
 	}
 	// The refusals are events of the run, and in moat's summary.
-	data := readFile(t, events)
+	data := testmoat.ReadFile(t, events)
 	var refused []string
 	for _, l := range strings.Split(strings.TrimSpace(data), "\n") {
 		var ev struct{ Proto, Action, Addr, Reason string }
@@ -358,7 +359,7 @@ func testDirectForbidden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := newBox(t)
 			r := b.run(opts{config: c.config, flags: c.flags, script: "echo ran > ran"})
-			if exists(filepath.Join(b.ws, "ran")) {
+			if testmoat.Exists(filepath.Join(b.ws, "ran")) {
 				t.Errorf("the command ran although the fallback is forbidden")
 			}
 			want := fmt.Sprintf("moat: error: sandbox namespaces: user namespaces are unavailable (creating one failed: ")
@@ -392,10 +393,10 @@ print("unix", "OK" if c.recv(16) == b"x" else "BAD")
 		env:    []string{"SSH_AUTH_SOCK=" + agent},
 		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 -c " + shq(inner) + " > inner",
 	})
-	if got := lines(readFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
+	if got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
 		t.Errorf("control: a unix socket in the sandbox's temp dir did not work (%q):\n%s", got, r)
 	}
-	res := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	for tgt, l := range ls {
 		want := int64(1) // the control's connection
 		if tgt == "unix:"+allowed {
@@ -415,7 +416,7 @@ func testDirectKernel(t *testing.T) {
 	b := newBox(t)
 	probe := b.tool("kernel_probe.py")
 	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
-	got := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	if len(got) == 0 {
 		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
 	}
@@ -433,7 +434,7 @@ func testDirectKernel(t *testing.T) {
 func testDirectPrivileges(t *testing.T) {
 	b := newBox(t)
 	r := b.run(opts{script: "cat /proc/self/status > status; id -u > uid"})
-	status := lines(strings.ReplaceAll(readFile(t, filepath.Join(b.ws, "status")), "\t", " "))
+	status := lines(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
 	if len(status) == 0 {
 		t.Fatalf("control: no /proc/self/status came out of the sandbox:\n%s", r)
 	}
@@ -445,7 +446,7 @@ func testDirectPrivileges(t *testing.T) {
 	if v := strings.TrimSpace(status["NoNewPrivs:"]); v != "1" {
 		t.Errorf("NoNewPrivs %q, want 1", v)
 	}
-	if got := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
+	if got := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
 		t.Errorf("id -u inside is %q, want the outer uid %d", got, os.Getuid())
 	}
 }

@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,14 +13,14 @@ func testEnvironmentSecrets(t *testing.T) {
 	t.Run("configured_deny_and_mask", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		denied, masked, plain := token("gh"), token("openai"), token("plain")
+		denied, masked, plain := testmoat.Token("gh"), testmoat.Token("openai"), testmoat.Token("plain")
 		r := b.run(opts{
 			config: `{"filesystem": {"allowWrite": ["."]}, "credentials": {"envVars": [
   {"name": "GITHUB_TOKEN", "mode": "deny"}, {"name": "OPENAI_API_KEY", "mode": "mask"}]}}`,
 			env:    []string{"GITHUB_TOKEN=" + denied, "OPENAI_API_KEY=" + masked, "MOAT_PLAIN=" + plain},
 			script: "env > envdump; cat /proc/self/environ /proc/1/environ >> envdump 2>/dev/null; exit 0",
 		})
-		dump := readFile(t, filepath.Join(b.ws, "envdump"))
+		dump := testmoat.ReadFile(t, filepath.Join(b.ws, "envdump"))
 		if !strings.Contains(dump, "MOAT_PLAIN="+plain) {
 			t.Fatalf("control: an ordinary variable did not reach the command:\n%s\nenv:\n%s", r, dump)
 		}
@@ -44,13 +45,13 @@ func testEnvironmentSecrets(t *testing.T) {
 		toks := map[string]string{}
 		var env []string
 		for _, n := range names {
-			toks[n] = token("env")
+			toks[n] = testmoat.Token("env")
 			env = append(env, n+"="+toks[n])
 		}
-		plain := token("plain")
+		plain := testmoat.Token("plain")
 		env = append(env, "MOAT_PLAIN="+plain)
 		r := b.run(opts{env: env, script: "env > envdump"})
-		dump := readFile(t, filepath.Join(b.ws, "envdump"))
+		dump := testmoat.ReadFile(t, filepath.Join(b.ws, "envdump"))
 		if !strings.Contains(dump, "MOAT_PLAIN="+plain) {
 			t.Fatalf("control: an ordinary variable did not reach the command:\n%s\nenv:\n%s", r, dump)
 		}

@@ -2,6 +2,7 @@ package escape_test
 
 import (
 	"encoding/json"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ type fsEvent struct {
 func fsEvents(t *testing.T, path string) []fsEvent {
 	t.Helper()
 	var out []fsEvent
-	for _, line := range strings.Split(strings.TrimSpace(readFile(t, path)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(testmoat.ReadFile(t, path)), "\n") {
 		var ev fsEvent
 		if line == "" {
 			continue
@@ -41,8 +42,8 @@ func fsEvents(t *testing.T, path string) []fsEvent {
 // user can't open the FUSE device, the same reads fail the same way, unreported.
 func TestDenialEvents(t *testing.T) {
 	b := newBox(t)
-	secret := token("idrsa")
-	envTok := token("env")
+	secret := testmoat.Token("idrsa")
+	envTok := testmoat.Token("env")
 	writeFile(t, filepath.Join(b.home, ".ssh", "id_rsa"), secret+"\n", 0o600)
 	writeFile(t, filepath.Join(b.home, ".ssh", "known_hosts"), "KNOWN\n", 0o644)
 	writeFile(t, filepath.Join(b.ws, ".env"), "API_KEY="+envTok+"\n", 0o600)
@@ -66,7 +67,7 @@ cat "$HOME/.aws/$(printf 'x\033]0;pwned\007\nmoat: nothing was blocked')"
 echo end`,
 	})
 	out := r.stdout
-	errs := readFile(t, filepath.Join(b.ws, "err.txt"))
+	errs := testmoat.ReadFile(t, filepath.Join(b.ws, "err.txt"))
 	if !strings.Contains(out, "end") {
 		t.Fatalf("control: the script did not run through:\n%s\n%s", r, errs)
 	}
@@ -115,7 +116,7 @@ echo end`,
 	} {
 		ev := find(c.op, c.path)
 		if ev == nil {
-			t.Errorf("no %s event for %s in the log:\n%s", c.op, c.path, readFile(t, events))
+			t.Errorf("no %s event for %s in the log:\n%s", c.op, c.path, testmoat.ReadFile(t, events))
 			continue
 		}
 		if ev.Action != "deny" || ev.Hidden != c.hidden || !strings.Contains(ev.Rule, c.rule) || ev.Hint == "" {
@@ -130,7 +131,7 @@ echo end`,
 		}
 	}
 	if find("read", filepath.Join(ssh, "id_ed25519")) == nil && counted == 0 {
-		t.Errorf("the read after the flood is neither an event nor counted:\n%s", readFile(t, events))
+		t.Errorf("the read after the flood is neither an event nor counted:\n%s", testmoat.ReadFile(t, events))
 	}
 	if len(evs) > fusemask.MaxDenials+10 {
 		t.Errorf("%d file events: the log is not bounded", len(evs))

@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,12 +34,12 @@ mkdir -p build/out && cp py build/out/ && mv build/out/py build/out/py2 && rm -r
 	for name, want := range map[string]string{
 		"py": "45\n", "mkd": "x\n", "sorted": "A\nB\nC\n", "sum": "500500\n", "built": "gone\n",
 	} {
-		if got := readFile(t, filepath.Join(b.ws, name)); got != want {
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, name)); got != want {
 			t.Errorf("%s on the host: %q, want %q", name, got, want)
 		}
 	}
 	if wantCC {
-		if got := readFile(t, filepath.Join(b.ws, "cc.out")); !strings.Contains(got, "hello from c 42") {
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, "cc.out")); !strings.Contains(got, "hello from c 42") {
 			t.Errorf("a C program compiled and run inside printed %q on the host:\n%s", got, r)
 		}
 	}

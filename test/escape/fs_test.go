@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,8 @@ import (
 // testWritesOutside: nothing the sandbox writes outside the workspace reaches the host.
 func testWritesOutside(t *testing.T) {
 	b := newBox(t)
-	u := token("w")
-	visible := token("visible")
+	u := testmoat.Token("w")
+	visible := testmoat.Token("visible")
 	writeFile(t, filepath.Join(b.home, "visible.txt"), visible, 0o644)
 	const bashrc = "# the user's bashrc\n"
 	writeFile(t, filepath.Join(b.home, ".bashrc"), bashrc, 0o644)
@@ -31,24 +32,24 @@ cat /tmp/moat-x-` + u + ` > tmpread 2>&1
 `)
 	r := b.run(opts{script: s.String()})
 
-	if got := readFile(t, filepath.Join(b.ws, "ctl")); got != "ok\n" {
+	if got := testmoat.ReadFile(t, filepath.Join(b.ws, "ctl")); got != "ok\n" {
 		t.Fatalf("control: a workspace write did not land on the host (ctl=%q):\n%s", got, r)
 	}
-	if got := readFile(t, filepath.Join(b.ws, "seen")); got != visible {
+	if got := testmoat.ReadFile(t, filepath.Join(b.ws, "seen")); got != visible {
 		t.Fatalf("control: the fake HOME is not visible in the sandbox (read %q), so the home checks prove nothing:\n%s", got, r)
 	}
 	for _, p := range append(targets, filepath.Join(b.home, "dir2-"+u)) {
-		if exists(p) {
+		if testmoat.Exists(p) {
 			t.Errorf("the sandbox created %s on the host", p)
 		}
 	}
-	if got := readFile(t, filepath.Join(b.home, ".bashrc")); got != bashrc {
+	if got := testmoat.ReadFile(t, filepath.Join(b.home, ".bashrc")); got != bashrc {
 		t.Errorf("the sandbox changed ~/.bashrc on the host: %q", got)
 	}
-	if got := readFile(t, filepath.Join(b.ws, "mk")); got != "data\n" {
+	if got := testmoat.ReadFile(t, filepath.Join(b.ws, "mk")); got != "data\n" {
 		t.Errorf("control: mktemp in the sandbox's /tmp did not work (mk=%q):\n%s", got, r)
 	}
-	if name := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "mkname"))); !strings.HasPrefix(name, "/tmp/moat-mk-"+u+".") {
+	if name := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "mkname"))); !strings.HasPrefix(name, "/tmp/moat-mk-"+u+".") {
 		t.Errorf("control: mktemp made %q", name)
 	}
 	for _, dir := range []string{"/tmp", os.TempDir()} {
@@ -56,7 +57,7 @@ cat /tmp/moat-x-` + u + ` > tmpread 2>&1
 			t.Errorf("the sandbox's mktemp file reached the host: %v", m)
 		}
 	}
-	t.Logf("inside, /tmp/moat-x-%s read back: %q (the private /tmp)", u, readFile(t, filepath.Join(b.ws, "tmpread")))
+	t.Logf("inside, /tmp/moat-x-%s read back: %q (the private /tmp)", u, testmoat.ReadFile(t, filepath.Join(b.ws, "tmpread")))
 }
 
 // outsideWrites returns host paths outside the workspace (in the fake home, beside the
@@ -91,7 +92,7 @@ func testSecretReads(t *testing.T) {
 	t.Run("deny_read_home", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		secret, public := token("secret"), token("public")
+		secret, public := testmoat.Token("secret"), testmoat.Token("public")
 		writeFile(t, filepath.Join(b.home, "secret", "id_rsa"), secret, 0o600)
 		writeFile(t, filepath.Join(b.home, "public.txt"), public, 0o644)
 		// A symlink the cloned repo already carried.
@@ -118,7 +119,7 @@ cp "$S" copy; cp -r "$HOME/secret" copydir; tar -C "$HOME" -cf secret.tar secret
 cat "$HOME/public.txt"
 `,
 		})
-		loot := readFile(t, filepath.Join(b.ws, "loot"))
+		loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 		if !strings.Contains(loot, public) {
 			t.Fatalf("control: a readable file of the same home did not reach the loot:\n%s\nloot:\n%s", r, loot)
 		}
@@ -142,15 +143,15 @@ cat "$HOME/public.txt"
 		var s strings.Builder
 		s.WriteString("exec >>loot 2>&1\n")
 		for _, c := range creds {
-			toks[c] = token("cred")
+			toks[c] = testmoat.Token("cred")
 			writeFile(t, filepath.Join(b.home, c), toks[c]+"\n", 0o600)
 			s.WriteString("cat " + shq(filepath.Join(b.home, c)) + "\n")
 		}
-		notes := token("notes")
+		notes := testmoat.Token("notes")
 		writeFile(t, filepath.Join(b.home, "notes.txt"), notes, 0o644)
 		s.WriteString("cat \"$HOME/notes.txt\"\n")
 		r := b.run(opts{script: s.String()})
-		loot := readFile(t, filepath.Join(b.ws, "loot"))
+		loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 		if !strings.Contains(loot, notes) {
 			t.Fatalf("control: an ordinary file of the home dir was not readable:\n%s\nloot:\n%s", r, loot)
 		}
@@ -168,7 +169,7 @@ cat "$HOME/public.txt"
 	t.Run("allow_read_reopens_and_deeper_deny_wins", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		denied, reopened, deeper := token("denied"), token("reopened"), token("deeper")
+		denied, reopened, deeper := testmoat.Token("denied"), testmoat.Token("reopened"), testmoat.Token("deeper")
 		writeFile(t, filepath.Join(b.home, "secret", "id_rsa"), denied, 0o600)
 		writeFile(t, filepath.Join(b.home, "secret", "public", "ok.txt"), reopened, 0o644)
 		writeFile(t, filepath.Join(b.home, "secret", "public", "deeper", "key"), deeper, 0o600)
@@ -185,7 +186,7 @@ find ~/secret -type f -exec cat {} +
 cat ~/secret/public/../id_rsa
 `,
 		})
-		loot := readFile(t, filepath.Join(b.ws, "loot"))
+		loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 		if !strings.Contains(loot, reopened) {
 			t.Fatalf("allowRead inside a denied dir did not re-open it (or the harness is broken):\n%s\nloot:\n%s", r, loot)
 		}
@@ -199,7 +200,7 @@ cat ~/secret/public/../id_rsa
 	t.Run("glob_deny_inside_workspace", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		env1, env2, pem, readme := token("env1"), token("env2"), token("pem"), token("readme")
+		env1, env2, pem, readme := testmoat.Token("env1"), testmoat.Token("env2"), testmoat.Token("pem"), testmoat.Token("readme")
 		secrets := map[string]string{
 			filepath.Join(b.ws, ".env"):                     env1,
 			filepath.Join(b.ws, "app", "config", ".env"):    env2,
@@ -221,12 +222,12 @@ find . -name '*.pem' -exec cat {} +
 grep -r --exclude=loot MOAT- .
 `,
 		})
-		loot := readFile(t, filepath.Join(b.ws, "loot"))
+		loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 		if !strings.Contains(loot, readme) {
 			t.Fatalf("control: a workspace file outside the globs was not readable:\n%s\nloot:\n%s", r, loot)
 		}
 		for p, tok := range secrets {
-			if got := readFile(t, p); got != tok {
+			if got := testmoat.ReadFile(t, p); got != tok {
 				t.Errorf("%s changed on the host: %q", p, got)
 			}
 			var skip []string
@@ -264,13 +265,13 @@ func usersNextStep(b *box, dir string) {
 
 func checkNotPwned(t *testing.T, pwn string) {
 	t.Helper()
-	if exists(pwn) {
-		t.Errorf("code planted by the sandbox ran on the host when the user ran git: %s:\n%s", pwn, readFile(t, pwn))
+	if testmoat.Exists(pwn) {
+		t.Errorf("code planted by the sandbox ran on the host when the user ran git: %s:\n%s", pwn, testmoat.ReadFile(t, pwn))
 	}
 }
 
 func gitInit(b *box, dir string) {
-	mkdir(b.t, dir)
+	testmoat.Mkdir(b.t, dir)
 	b.git(dir, "-c", "init.defaultBranch=main", "init", "-q")
 }
 
@@ -302,7 +303,7 @@ func testProtectedPaths(t *testing.T) {
 		if err := os.Symlink("envrc-target", filepath.Join(ws, ".envrc")); err != nil {
 			t.Fatal(err)
 		}
-		config := readFile(t, filepath.Join(ws, ".git", "config"))
+		config := testmoat.ReadFile(t, filepath.Join(ws, ".git", "config"))
 		hooks := hookNames(t, filepath.Join(ws, ".git", "hooks"))
 		pwn, env := payloadEnv(b)
 
@@ -327,7 +328,7 @@ mkdir -p .idea && echo x > .idea/workspace.xml
 # control: everyday git works and lands in the host repo
 echo hello > file.txt && git add . && git commit -qm x && git checkout -qb feature && echo committed > control
 `})
-		if readFile(t, filepath.Join(ws, "control")) != "committed\n" {
+		if testmoat.ReadFile(t, filepath.Join(ws, "control")) != "committed\n" {
 			t.Fatalf("control: git add/commit/checkout failed inside the sandbox:\n%s", r)
 		}
 		if got := b.git(ws, "log", "-1", "--format=%s", "feature"); got != "x\n" {
@@ -336,28 +337,28 @@ echo hello > file.txt && git add . && git commit -qm x && git checkout -qb featu
 		if got := b.git(ws, "show", "feature:file.txt"); got != "hello\n" {
 			t.Errorf("control: file.txt at feature is %q", got)
 		}
-		if got := readFile(t, filepath.Join(ws, ".git", "config")); got != config {
+		if got := testmoat.ReadFile(t, filepath.Join(ws, ".git", "config")); got != config {
 			t.Errorf(".git/config changed on the host:\n%s", got)
 		}
 		if got := hookNames(t, filepath.Join(ws, ".git", "hooks")); !slices.Equal(got, hooks) {
 			t.Errorf(".git/hooks changed on the host: %v, was %v", got, hooks)
 		}
 		for _, p := range []string{".gitold", ".git/hooks.old", ".vscode/tasks.json"} {
-			if exists(filepath.Join(ws, p)) {
+			if testmoat.Exists(filepath.Join(ws, p)) {
 				t.Errorf("the sandbox created %s on the host", p)
 			}
 		}
-		if got := readFile(t, filepath.Join(ws, ".vscode", "settings.json")); got != settings {
+		if got := testmoat.ReadFile(t, filepath.Join(ws, ".vscode", "settings.json")); got != settings {
 			t.Errorf(".vscode/settings.json changed on the host: %q", got)
 		}
-		if got := readFile(t, filepath.Join(ws, "envrc-target")); got != envrc {
+		if got := testmoat.ReadFile(t, filepath.Join(ws, "envrc-target")); got != envrc {
 			t.Errorf("the target of the .envrc symlink changed on the host: %q", got)
 		}
 		if got, err := os.Readlink(filepath.Join(ws, ".envrc")); err != nil || got != "envrc-target" {
 			t.Errorf(".envrc on the host is no longer the link to envrc-target: %q, %v", got, err)
 		}
 		for _, n := range placeholderNames {
-			if n != ".vscode" && n != ".envrc" && exists(filepath.Join(ws, n)) {
+			if n != ".vscode" && n != ".envrc" && testmoat.Exists(filepath.Join(ws, n)) {
 				t.Errorf("%s exists on the host after the run (created, or a placeholder left behind)", n)
 			}
 		}
@@ -386,11 +387,11 @@ mkdir -p .codex && echo x > .codex/config.toml
 mkdir -p .agents && echo x > .agents/x
 echo ok > normal && mkdir -p src/.hidden && echo ok > src/.hidden/f
 `})
-		if readFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || readFile(t, filepath.Join(b.ws, "src", ".hidden", "f")) != "ok\n" {
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || testmoat.ReadFile(t, filepath.Join(b.ws, "src", ".hidden", "f")) != "ok\n" {
 			t.Fatalf("control: ordinary workspace writes did not land on the host:\n%s", r)
 		}
 		for _, n := range append(placeholderNames, ".vscode-old") {
-			if exists(filepath.Join(b.ws, n)) {
+			if testmoat.Exists(filepath.Join(b.ws, n)) {
 				t.Errorf("%s exists on the host after the run (created, or a placeholder left behind)", n)
 			}
 		}
@@ -412,12 +413,12 @@ printf '[core]\n\tfsmonitor = "%s"\n' "$FSMON" >> evil/config
 echo ../evil > .git/commondir
 echo ok > normal
 `})
-		if readFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !exists(filepath.Join(b.ws, "evil", "hooks", "pre-commit")) {
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(b.ws, "evil", "hooks", "pre-commit")) {
 			t.Fatalf("control: workspace writes did not land on the host:\n%s", r)
 		}
-		if exists(filepath.Join(b.ws, ".git", "commondir")) {
+		if testmoat.Exists(filepath.Join(b.ws, ".git", "commondir")) {
 			t.Errorf("the sandbox wrote .git/commondir on the host (%q): git now reads config and hooks from a directory the sandbox controls",
-				readFile(t, filepath.Join(b.ws, ".git", "commondir")))
+				testmoat.ReadFile(t, filepath.Join(b.ws, ".git", "commondir")))
 		}
 		usersNextStep(b, b.ws)
 		checkNotPwned(t, pwn)
@@ -432,7 +433,7 @@ echo ok > normal
 		sub := filepath.Join(b.ws, "vendor", "lib")
 		gitInit(b, sub)
 		b.git(sub, "commit", "--allow-empty", "-qm", "init")
-		config := readFile(t, filepath.Join(sub, ".git", "config"))
+		config := testmoat.ReadFile(t, filepath.Join(sub, ".git", "config"))
 		hooks := hookNames(t, filepath.Join(sub, ".git", "hooks"))
 		pwn, env := payloadEnv(b)
 		r := b.run(opts{env: env, script: `
@@ -440,10 +441,10 @@ printf '%s' "$HOOK" > vendor/lib/.git/hooks/pre-commit; chmod +x vendor/lib/.git
 printf '[core]\n\tfsmonitor = "%s"\n' "$FSMON" >> vendor/lib/.git/config
 echo ok > vendor/lib/normal
 `})
-		if readFile(t, filepath.Join(sub, "normal")) != "ok\n" {
+		if testmoat.ReadFile(t, filepath.Join(sub, "normal")) != "ok\n" {
 			t.Fatalf("control: a write in the nested repo's work tree did not land on the host:\n%s", r)
 		}
-		if got := readFile(t, filepath.Join(sub, ".git", "config")); got != config {
+		if got := testmoat.ReadFile(t, filepath.Join(sub, ".git", "config")); got != config {
 			t.Errorf("vendor/lib/.git/config changed on the host:\n%s", got)
 		}
 		if got := hookNames(t, filepath.Join(sub, ".git", "hooks")); !slices.Equal(got, hooks) {
@@ -465,7 +466,7 @@ echo ok > vendor/lib/normal
 		b.git(b.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", src, "lib")
 		b.git(b.ws, "commit", "-qm", "add lib")
 		modules := filepath.Join(b.ws, ".git", "modules", "lib")
-		config := readFile(t, filepath.Join(modules, "config"))
+		config := testmoat.ReadFile(t, filepath.Join(modules, "config"))
 		hooks := hookNames(t, filepath.Join(modules, "hooks"))
 		pwn, env := payloadEnv(b)
 		r := b.run(opts{env: env, script: `
@@ -473,10 +474,10 @@ printf '%s' "$HOOK" > .git/modules/lib/hooks/pre-commit; chmod +x .git/modules/l
 printf '[core]\n\tfsmonitor = "%s"\n' "$FSMON" >> .git/modules/lib/config
 echo ok > lib/normal
 `})
-		if readFile(t, filepath.Join(b.ws, "lib", "normal")) != "ok\n" {
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "lib", "normal")) != "ok\n" {
 			t.Fatalf("control: a write in the submodule's work tree did not land on the host:\n%s", r)
 		}
-		if got := readFile(t, filepath.Join(modules, "config")); got != config {
+		if got := testmoat.ReadFile(t, filepath.Join(modules, "config")); got != config {
 			t.Errorf(".git/modules/lib/config changed on the host:\n%s", got)
 		}
 		if got := hookNames(t, filepath.Join(modules, "hooks")); !slices.Equal(got, hooks) {
@@ -503,13 +504,13 @@ printf '%s' "$HOOK" > .githooks/pre-commit; chmod +x .githooks/pre-commit
 printf '%s' "$HOOK" >> .githooks/commit-msg
 echo ok > normal
 `})
-		if readFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
 			t.Fatalf("control: a workspace write did not land on the host:\n%s", r)
 		}
-		if exists(filepath.Join(b.ws, ".githooks", "pre-commit")) {
+		if testmoat.Exists(filepath.Join(b.ws, ".githooks", "pre-commit")) {
 			t.Errorf("the sandbox created a hook in the configured core.hooksPath (.githooks/pre-commit)")
 		}
-		if got := readFile(t, filepath.Join(b.ws, ".githooks", "commit-msg")); got != hook {
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, ".githooks", "commit-msg")); got != hook {
 			t.Errorf("the sandbox changed .githooks/commit-msg, a hook of the configured core.hooksPath:\n%s", got)
 		}
 		usersNextStep(b, b.ws)
@@ -527,12 +528,12 @@ git init -q && git config core.fsmonitor "$FSMON"
 printf '%s' "$HOOK" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
 echo ok > normal
 `})
-		if readFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
 			t.Fatalf("control: a workspace write did not land on the host:\n%s", r)
 		}
-		if exists(filepath.Join(b.ws, ".git")) {
+		if testmoat.Exists(filepath.Join(b.ws, ".git")) {
 			t.Errorf("the sandbox created .git in a workspace that had none; its config: %q",
-				readFile(t, filepath.Join(b.ws, ".git", "config")))
+				testmoat.ReadFile(t, filepath.Join(b.ws, ".git", "config")))
 			usersNextStep(b, b.ws)
 		}
 		checkNotPwned(t, pwn)

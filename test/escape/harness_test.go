@@ -19,10 +19,7 @@ package escape_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"embed"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -30,7 +27,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -98,25 +94,8 @@ type box struct {
 
 func newBox(t *testing.T) *box {
 	t.Helper()
-	// Short names: unix socket paths must fit in 108 bytes.
-	name := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
-	if len(name) > 16 {
-		name = name[:16]
-	}
-	root, err := os.MkdirTemp(baseDir, name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := &box{t: t, root: root, ws: filepath.Join(root, "ws"), home: filepath.Join(root, "home"), xdg: filepath.Join(root, "xdg")}
-	mkdir(t, b.ws)
-	mkdir(t, b.home)
-	if err := os.Mkdir(b.xdg, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	d := testmoat.NewDirs(t, baseDir, 16)
+	return &box{t: t, root: d.Root, ws: d.WS, home: d.Home, xdg: d.XDG}
 }
 
 // tool writes an embedded testdata file next to the workspace and returns its path.
@@ -127,7 +106,7 @@ func (b *box) tool(name string) string {
 		b.t.Fatal(err)
 	}
 	dir := filepath.Join(b.root, "tools")
-	mkdir(b.t, dir)
+	testmoat.Mkdir(b.t, dir)
 	p := filepath.Join(dir, name)
 	writeFile(b.t, p, string(data), 0o644)
 	return p
@@ -211,7 +190,7 @@ func (b *box) run(o opts) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	r := result{stdout: out.String(), stderr: errb.String(), code: testmoat.ExitStatus(cmd, err)}
 	if ctx.Err() != nil {
 		b.t.Fatalf("moat run did not end within %v:\n%s", runTimeout, r)
 	}
@@ -234,7 +213,7 @@ func (b *box) host(dir string, extra []*os.File, name string, args ...string) re
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	r := result{stdout: out.String(), stderr: errb.String(), code: testmoat.ExitStatus(cmd, err)}
 	if ctx.Err() != nil || r.code == -1 {
 		b.t.Fatalf("host %s %q: %v\n%s", name, args, err, r)
 	}
@@ -251,61 +230,15 @@ func (b *box) git(dir string, args ...string) string {
 	return r.stdout
 }
 
-func exitStatus(cmd *exec.Cmd, err error) int {
-	if cmd.ProcessState == nil {
-		return -1
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return -1
-	}
-	return cmd.ProcessState.ExitCode()
-}
-
-// token returns a fresh random marker; finding it somewhere proves a read.
-func token(kind string) string {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return "MOAT-" + kind + "-" + hex.EncodeToString(b[:])
-}
-
-func mkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func writeFile(t *testing.T, path, data string, mode os.FileMode) {
 	t.Helper()
-	mkdir(t, filepath.Dir(path))
+	testmoat.Mkdir(t, filepath.Dir(path))
 	if err := os.WriteFile(path, []byte(data), mode); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// readFile returns a host file's content, or "" when it doesn't exist.
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// exists reports whether path exists on the host, without following a final symlink.
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
 
 // filesContaining walks dir on the host (never following symlinks) and returns the

@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,7 @@ func testKernelSurface(t *testing.T) {
 	t.Logf("outside: %v", ctl)
 
 	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
-	got := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	if len(got) == 0 {
 		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
 	}

@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"io"
 	"net"
 	"os"
@@ -89,7 +90,7 @@ func testHostSockets(t *testing.T) {
 		targets := map[string]*listener{}
 		for _, rel := range []string{".docker/desktop/docker.sock", ".ssh/cm-git@github.com:22", ".gnupg/S.gpg-agent"} {
 			p := filepath.Join(b.home, rel)
-			mkdir(t, filepath.Dir(p))
+			testmoat.Mkdir(t, filepath.Dir(p))
 			targets["unix:"+p] = listen(t, "unix", p)
 		}
 		var names []string
@@ -104,7 +105,7 @@ func testHostSockets(t *testing.T) {
 			}
 		}
 		r := b.run(opts{script: "python3 " + shq(probe) + " " + strings.Join(names, " ") + " > probe"})
-		res := lines(readFile(t, filepath.Join(b.ws, "probe")))
+		res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 		if len(res) != len(names) {
 			t.Fatalf("control: the probe did not run inside:\n%s", r)
 		}
@@ -123,10 +124,10 @@ func testHostSockets(t *testing.T) {
 func namedSockets(t *testing.T, b *box, extra ...string) (ls map[string]*listener, targets []string, agent, probe string) {
 	t.Helper()
 	agentDir := filepath.Join(b.root, "agent")
-	mkdir(t, agentDir)
+	testmoat.Mkdir(t, agentDir)
 	agent = filepath.Join(agentDir, "agent.sock")
 	bus := filepath.Join(b.xdg, "bus")
-	abstract := "moat-test-" + token("abs")
+	abstract := "moat-test-" + testmoat.Token("abs")
 	ls = map[string]*listener{
 		"unix:" + agent:        listen(t, "unix", agent),
 		"unix:" + bus:          listen(t, "unix", bus),
@@ -163,10 +164,10 @@ func testNamedSockets(t *testing.T) {
 		env:    []string{"SSH_AUTH_SOCK=" + agent},
 		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 " + shq(servers) + " > inner",
 	})
-	if got := lines(readFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
+	if got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
 		t.Errorf("control: a unix socket inside the sandbox's /tmp did not work (%q):\n%s", got, r)
 	}
-	res := lines(readFile(t, filepath.Join(b.ws, "probe")))
+	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	for tgt, l := range ls {
 		if n := l.before(t); n != 1 {
 			t.Errorf("host listener %s accepted %d connection(s) from the sandbox (inside: %q)", tgt, n-1, res[tgt])
@@ -194,7 +195,7 @@ func testPrivilegesAndNetwork(t *testing.T) {
 		r := b.run(opts{script: `cat /proc/self/status > status; cat /proc/self/mountinfo > mountinfo; id -u > uid
 [ -e suid-id ] && stat -c %a suid-id > suid-mode
 exit 0`})
-		status := lines(strings.ReplaceAll(readFile(t, filepath.Join(b.ws, "status")), "\t", " "))
+		status := lines(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
 		if len(status) == 0 {
 			t.Fatalf("control: no /proc/self/status came out of the sandbox:\n%s", r)
 		}
@@ -206,10 +207,10 @@ exit 0`})
 		if v := strings.TrimSpace(status["NoNewPrivs:"]); v != "1" {
 			t.Errorf("NoNewPrivs %q, want 1", v)
 		}
-		if got := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
+		if got := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
 			t.Errorf("id -u inside is %q, want the outer uid %d", got, os.Getuid())
 		}
-		mountinfo := readFile(t, filepath.Join(b.ws, "mountinfo"))
+		mountinfo := testmoat.ReadFile(t, filepath.Join(b.ws, "mountinfo"))
 		realWS, err := filepath.EvalSymlinks(b.ws)
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +230,7 @@ exit 0`})
 			t.Errorf("control: the workspace is not among the sandbox's mounts:\n%s", mountinfo)
 		}
 		if isRoot() {
-			if got := strings.TrimSpace(readFile(t, filepath.Join(b.ws, "suid-mode"))); got != "4755" {
+			if got := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "suid-mode"))); got != "4755" {
 				t.Errorf("control: the setuid copy does not look setuid inside (%q)", got)
 			}
 		} else {
@@ -264,11 +265,11 @@ exit 0`})
 
 		r := b.run(opts{script: "python3 " + shq(probe) + " tcp:198.18.0.1:80 " + strings.Join(names, " ") + " > probe; " +
 			"python3 " + shq(servers) + " " + strconv.Itoa(port) + " > inner"})
-		inner := lines(readFile(t, filepath.Join(b.ws, "inner")))
+		inner := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))
 		if inner["tcp"] != "OK" {
 			t.Errorf("control: a TCP server on the sandbox's own 127.0.0.1:%d was not reachable inside (%q):\n%s", port, inner["tcp"], r)
 		}
-		res := lines(readFile(t, filepath.Join(b.ws, "probe")))
+		res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 		for tgt, l := range targets {
 			if n := l.before(t); n != 1 {
 				t.Errorf("host listener %s accepted %d connection(s) from the sandbox (inside: %q)", tgt, n-1, res[tgt])

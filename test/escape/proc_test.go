@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // the command, whatever their number.
 func testInheritedFDs(t *testing.T) {
 	b := newBox(t)
-	secret := token("fd")
+	secret := testmoat.Token("fd")
 	path := filepath.Join(b.root, "secret-fd")
 	writeFile(t, path, secret, 0o600)
 	var files []*os.File
@@ -48,7 +49,7 @@ echo marker`
 		}
 	}
 	r := b.run(opts{extra: files, script: "exec >loot\n" + script + initFDs})
-	loot := readFile(t, filepath.Join(b.ws, "loot"))
+	loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 	if !strings.Contains(loot, "marker") {
 		t.Fatalf("control: the script's output did not reach the loot:\n%s", r)
 	}
@@ -66,7 +67,7 @@ type hostProc struct {
 
 func startHostProc(t *testing.T) *hostProc {
 	t.Helper()
-	p := &hostProc{tok: token("environ"), done: make(chan struct{})}
+	p := &hostProc{tok: testmoat.Token("environ"), done: make(chan struct{})}
 	p.cmd = exec.Command("sleep", "300")
 	p.cmd.Env = []string{"HOST_SECRET=" + p.tok}
 	if err := p.cmd.Start(); err != nil {
@@ -102,9 +103,9 @@ echo marker`, pid)
 	// Control: the same script outside the sandbox reads and kills a host process.
 	victim := startHostProc(t)
 	ctlDir := filepath.Join(b.root, "control")
-	mkdir(t, ctlDir)
+	testmoat.Mkdir(t, ctlDir)
 	b.host(ctlDir, nil, "sh", "-c", script(victim.cmd.Process.Pid))
-	if !strings.Contains(readFile(t, filepath.Join(ctlDir, "loot")), victim.tok) {
+	if !strings.Contains(testmoat.ReadFile(t, filepath.Join(ctlDir, "loot")), victim.tok) {
 		t.Errorf("control: the script did not read the environ of a host process outside the sandbox")
 	}
 	if !waitFor(10*time.Second, func() bool { return !victim.alive() }) {
@@ -113,7 +114,7 @@ echo marker`, pid)
 
 	target := startHostProc(t)
 	r := b.run(opts{script: script(target.cmd.Process.Pid)})
-	loot := readFile(t, filepath.Join(b.ws, "loot"))
+	loot := testmoat.ReadFile(t, filepath.Join(b.ws, "loot"))
 	if !strings.Contains(loot, "marker") {
 		t.Fatalf("control: the script's output did not reach the loot:\n%s", r)
 	}
@@ -145,7 +146,7 @@ func procsWith(marker string) []int {
 // testSupervision: a daemon the command starts with setsid doesn't outlive moat.
 func testSupervision(t *testing.T) {
 	b := newBox(t)
-	mark := token("daemon")
+	mark := testmoat.Token("daemon")
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	// The marker only appears expanded, in the daemon's own argv: moat's command
@@ -163,24 +164,24 @@ i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 	// Control: the daemons run, and the host sees them, while moat runs.
 	beat := filepath.Join(b.ws, "beat")
 	seen := waitFor(20*time.Second, func() bool {
-		return len(procsWith(mark)) >= 2 && len(readFile(t, beat)) > 0 && len(readFile(t, beat+"2")) > 0
+		return len(procsWith(mark)) >= 2 && len(testmoat.ReadFile(t, beat)) > 0 && len(testmoat.ReadFile(t, beat+"2")) > 0
 	})
 	writeFile(t, filepath.Join(b.ws, "go"), "", 0o644)
 	err := cmd.Wait()
 	if !seen {
-		t.Fatalf("control: the daemons never showed up on the host (procs %v, beat %q): %v\n%s", procsWith(mark), readFile(t, beat), err, out.String())
+		t.Fatalf("control: the daemons never showed up on the host (procs %v, beat %q): %v\n%s", procsWith(mark), testmoat.ReadFile(t, beat), err, out.String())
 	}
-	size1, size2 := len(readFile(t, beat)), len(readFile(t, beat+"2"))
+	size1, size2 := len(testmoat.ReadFile(t, beat)), len(testmoat.ReadFile(t, beat+"2"))
 	time.Sleep(1500 * time.Millisecond) // long enough for several beats of a survivor
 	if got := procsWith(mark); len(got) > 0 {
 		t.Errorf("processes started in the sandbox outlived moat: pids %v", got)
 	}
-	if n1, n2 := len(readFile(t, beat)), len(readFile(t, beat+"2")); n1 != size1 || n2 != size2 {
+	if n1, n2 := len(testmoat.ReadFile(t, beat)), len(testmoat.ReadFile(t, beat+"2")); n1 != size1 || n2 != size2 {
 		t.Errorf("a daemon kept writing after moat exited: beat %d -> %d bytes, beat2 %d -> %d", size1, n1, size2, n2)
 	}
 
 	// moat itself killed with SIGKILL (no chance to clean up): the sandbox dies too.
-	mark2 := token("orphan")
+	mark2 := testmoat.Token("orphan")
 	cmd2 := b.command(ctx, opts{env: []string{"MARK=" + mark2}, script: `
 setsid sh -c 'while :; do date >> beat3; sleep 0.2; done' "$MARK" </dev/null >/dev/null 2>&1 &
 while :; do sleep 1; done
@@ -189,7 +190,7 @@ while :; do sleep 1; done
 		t.Fatal(err)
 	}
 	beat3 := filepath.Join(b.ws, "beat3")
-	if !waitFor(20*time.Second, func() bool { return len(procsWith(mark2)) >= 1 && len(readFile(t, beat3)) > 0 }) {
+	if !waitFor(20*time.Second, func() bool { return len(procsWith(mark2)) >= 1 && len(testmoat.ReadFile(t, beat3)) > 0 }) {
 		cmd2.Process.Kill()
 		cmd2.Wait()
 		t.Fatalf("control: the daemon of the second run never showed up on the host")
@@ -199,12 +200,12 @@ while :; do sleep 1; done
 	// The kernel tears the pid namespace down asynchronously: poll (a hang guard, not
 	// a timing verdict) before looking for survivors.
 	waitFor(10*time.Second, func() bool { return len(procsWith(mark2)) == 0 })
-	size3 := len(readFile(t, beat3))
+	size3 := len(testmoat.ReadFile(t, beat3))
 	time.Sleep(1500 * time.Millisecond)
 	if got := procsWith(mark2); len(got) > 0 {
 		t.Errorf("processes started in the sandbox outlived a SIGKILLed moat: pids %v", got)
 	}
-	if n := len(readFile(t, beat3)); n != size3 {
+	if n := len(testmoat.ReadFile(t, beat3)); n != size3 {
 		t.Errorf("a daemon kept writing after moat was SIGKILLed: beat3 %d -> %d bytes", size3, n)
 	}
 }
@@ -220,7 +221,7 @@ func testExitStatus(t *testing.T) {
 		{"exit_0", opts{script: "exit 0"}, 0},
 		{"exit_3", opts{script: "exit 3"}, 3},
 		{"killed_by_sigkill", opts{script: "kill -9 $$"}, 137},
-		{"missing_command", opts{argv: []string{"moat-no-such-command-" + token("cmd")}}, 127},
+		{"missing_command", opts{argv: []string{"moat-no-such-command-" + testmoat.Token("cmd")}}, 127},
 		{"not_executable", opts{argv: []string{"./noexec.sh"}}, 126},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -241,7 +242,7 @@ func testExitStatus(t *testing.T) {
 			!strings.Contains(r.stderr, ".json:3") || !strings.Contains(r.stderr, "bogusKey") {
 			t.Errorf("want exit 125 and \"moat: error:\" naming the file, line 3 and the key:\n%s", r)
 		}
-		if exists(filepath.Join(b.ws, "ran")) {
+		if testmoat.Exists(filepath.Join(b.ws, "ran")) {
 			t.Errorf("the command ran despite an invalid config")
 		}
 	})
@@ -266,7 +267,7 @@ func testExitStatus(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if !waitFor(20*time.Second, func() bool { return exists(filepath.Join(b.ws, "ready")) }) {
+		if !waitFor(20*time.Second, func() bool { return testmoat.Exists(filepath.Join(b.ws, "ready")) }) {
 			cmd.Process.Kill()
 			cmd.Wait()
 			t.Fatalf("the trap script never started:\n%s", out.String())
@@ -283,12 +284,12 @@ func testExitStatus(t *testing.T) {
 			cmd.Process.Kill()
 			<-done
 			t.Fatalf("moat had not exited 20s after SIGTERM (sig=%q): the signal never reached the command\n%s",
-				readFile(t, filepath.Join(b.ws, "sig")), out.String())
+				testmoat.ReadFile(t, filepath.Join(b.ws, "sig")), out.String())
 		}
-		if code := exitStatus(cmd, err); code != 7 {
+		if code := testmoat.ExitStatus(cmd, err); code != 7 {
 			t.Errorf("moat exited %d, want 7 (the trap's status): %v\n%s", code, err, out.String())
 		}
-		if got := readFile(t, filepath.Join(b.ws, "sig")); got != "got\n" {
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, "sig")); got != "got\n" {
 			t.Errorf("the command's trap did not run (sig=%q)", got)
 		}
 	})

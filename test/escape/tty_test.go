@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,11 +161,11 @@ func testTerminalInjection(t *testing.T) {
 	}
 	if n, data := ctl.pending(t); n == 0 || data != inject {
 		t.Skipf("this host refuses TIOCSTI outside the sandbox too (dev.tty.legacy_tiocsti=0 and no CAP_SYS_ADMIN; result %q, pending %d %q): nothing to test",
-			readFile(t, filepath.Join(b.root, "control-result")), n, data)
+			testmoat.ReadFile(t, filepath.Join(b.root, "control-result")), n, data)
 	}
 
 	p := openPTY(t)
-	marker := token("tty-out")
+	marker := testmoat.Token("tty-out")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel2()
 	cmd := b.command(ctx2, opts{argv: []string{"python3", tool, inject, "result", marker}})
@@ -182,7 +183,7 @@ func testTerminalInjection(t *testing.T) {
 	if n, data := p.pending(t); n != 0 || data != "" {
 		t.Errorf("the sandbox pushed input into the user's terminal: %d bytes queued, read %q", n, data)
 	}
-	res := lines(readFile(t, filepath.Join(b.ws, "result")))
+	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "result")))
 	for _, ioctl := range []string{"TIOCSTI", "TIOCLINUX"} {
 		if res[ioctl] != "EPERM" {
 			t.Errorf("%s inside the sandbox: %q, want EPERM (seccomp)", ioctl, res[ioctl])

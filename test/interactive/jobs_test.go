@@ -3,13 +3,13 @@ package interactive_test
 import (
 	"encoding/json"
 	"net"
-	"regexp"
-	"strconv"
-	"sync/atomic"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
