@@ -60,6 +60,10 @@ type Policy struct {
 	// IgnoreFiles are the ignore file names to look for in the workspace and below
 	// (.moatignore first); the paths they match are to be unreadable and unwritable.
 	IgnoreFiles []IgnoreFile
+	// CreateDirs are the directories (moat.createDirs, all in the home directory)
+	// that the sandbox makes, empty, when they are missing; the profiles'
+	// writable directories are made the same way.
+	CreateDirs []Rule
 
 	// Profiles are the profiles applied, in order (an extended profile before the
 	// one that extends it).
@@ -423,6 +427,16 @@ func (c *compiler) layer(pol *Policy, ly layer) error {
 		}
 		pol.addPass(EnvPass{Pattern: it.Value, Origin: ly.origin(it.Pos)})
 	}
+	for _, it := range s.Moat.CreateDirs {
+		if pr := checkCreateDir(it.Value); pr != nil {
+			return fail(it.Pos, pr)
+		}
+		path, _, pr := resolvePath(it.Value, ly.env)
+		if pr != nil {
+			return fail(it.Pos, pr)
+		}
+		c.addRule(&pol.CreateDirs, Rule{Path: path, Origin: ly.origin(it.Pos)})
+	}
 	for _, it := range s.Moat.IgnoreFiles {
 		if pr := checkIgnoreFileName(it.Value); pr != nil {
 			return fail(it.Pos, pr)
@@ -579,6 +593,17 @@ func checkEnvDir(what, dir string) (string, error) {
 
 // checkIgnoreFileName validates a moat.ignoreFiles entry: a plain file name
 // such as ".cursorignore", looked for in the workspace and every directory below.
+// checkCreateDir accepts "~/" paths without globs or ".." elements: moat.createDirs
+// makes directories only in the home directory.
+func checkCreateDir(raw string) *problem {
+	rest, ok := strings.CutPrefix(raw, "~/")
+	if !ok || rest == "" || isGlob(rest) || strings.IndexByte(rest, 0) >= 0 || slices.Contains(strings.Split(rest, "/"), "..") {
+		return bad(errf(ErrPath, "%q is not a directory in the home directory", raw),
+			`write a "~/..." path without "*" or "..", such as "~/.config/opencode"`)
+	}
+	return nil
+}
+
 func checkIgnoreFileName(name string) *problem {
 	if name == "" || name == "." || name == ".." || len(name) > 255 || strings.ContainsAny(name, "/\x00") {
 		return bad(errf(ErrValue, "%q is not a file name", name),

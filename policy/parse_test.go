@@ -296,6 +296,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty path", `{"filesystem": {"allowWrite": [/*@*/""]}}`, ErrPath, "filesystem.allowWrite[0]", "empty path"},
 		{"tilde user", `{"filesystem": {"denyRead": [/*@*/"~root/.ssh"]}}`, ErrPath, "filesystem.denyRead[0]", "~user"},
 		{"glob in allowWrite", `{"filesystem": {"allowWrite": [/*@*/"src/*.go"]}}`, ErrPath, "filesystem.allowWrite[0]", "globs are accepted only in denyRead and denyWrite"},
+		{"createDirs outside home", `{"moat": {"createDirs": [/*@*/"/etc/x"]}}`, ErrPath, "moat.createDirs[0]", "not a directory in the home directory"},
+		{"createDirs with dotdot", `{"moat": {"createDirs": [/*@*/"~/a/../../etc"]}}`, ErrPath, "moat.createDirs[0]", "not a directory in the home directory"},
 		{"glob in allowRead", `{"filesystem": {"allowRead": [/*@*/"~/proj/**/src"]}}`, ErrPath, "filesystem.allowRead[0]", "glob"},
 		{"glob in socket", `{"network": {"allowUnixSockets": [/*@*/"/run/*.sock"]}}`, ErrPath, "network.allowUnixSockets[0]", "socket paths are literal"},
 		{"malformed glob", `{"filesystem": {"denyRead": [/*@*/"/a/[bc"]}}`, ErrPath, "filesystem.denyRead[0]", "malformed"},

@@ -145,6 +145,7 @@ func (p *parser) moatFields() []field {
 		checked("allowSecrets", &m.AllowSecrets, `["~/.npmrc", ".env"]`, checkSecretName),
 		checked("passEnv", &m.PassEnv, `["GH_TOKEN", "MYAPP_*"]`, checkPassEnv),
 		checked("ignoreFiles", &m.IgnoreFiles, `[".cursorignore", ".aiexclude"]`, checkIgnoreFileName),
+		checked("createDirs", &m.CreateDirs, `["~/.config/opencode"]`, checkCreateDir),
 	}
 	if p.prof != nil {
 		return fields
@@ -184,6 +185,19 @@ func (p *parser) profileFields() []field {
 				}
 			}
 			p.prof.Extends = items
+			return nil
+		}},
+		field{"commands", func(n node) error {
+			items, err := p.strings(n, `["go", "gofmt"]`)
+			if err != nil {
+				return err
+			}
+			for _, it := range items {
+				if pr := checkIgnoreFileName(it.Value); pr != nil {
+					return p.failAt(it.Pos, bad(errf(ErrValue, "%q is not a command name", it.Value), `write a program's file name, such as "go" or "npm"`))
+				}
+			}
+			p.prof.Commands = items
 			return nil
 		}},
 		field{"moat", func(n node) error { return p.object(n, p.moatFields()) }},

@@ -93,6 +93,10 @@ type MoatSettings struct {
 	// IgnoreFiles are the names of ignore files read besides .moatignore, such
 	// as ".cursorignore".
 	IgnoreFiles []Item
+	// CreateDirs are directories in the home directory that moat makes (empty,
+	// mode 0700) when they are missing, before the sandbox starts: for an agent
+	// that creates one at start where the policy keeps it read-only.
+	CreateDirs []Item
 	// DefaultProfiles are the profiles applied without --profile.
 	DefaultProfiles []Item
 	// Profiles are the profiles this file defines (user config only).
@@ -115,6 +119,9 @@ type Profile struct {
 	Name        string
 	Description string
 	Extends     []Item // names of the profiles this one builds on, applied first
+	// Commands are the programs the profile is for ("go", "cargo"): when one of
+	// them fails without the profile, moat suggests it.
+	Commands []Item
 	// Settings holds the profile's rules, in the settings file schema.
 	Settings *Settings
 	Builtin  bool

@@ -94,6 +94,7 @@ var wideningKeys = []struct {
 	{"ignoreViolations", "it hides violations from the report", func(s *Settings) bool { return len(s.IgnoreViolations) > 0 }},
 	{"moat.unprotect", "it makes protected paths writable", func(s *Settings) bool { return len(s.Moat.Unprotect) > 0 }},
 	{"moat.allowSecrets", "it makes credential stores readable", func(s *Settings) bool { return len(s.Moat.AllowSecrets) > 0 }},
+	{"moat.createDirs", "it creates directories in your home directory", func(s *Settings) bool { return len(s.Moat.CreateDirs) > 0 }},
 	{"moat.passEnv", "it passes secret-looking environment variables", func(s *Settings) bool { return len(s.Moat.PassEnv) > 0 }},
 	{"moat.defaultProfiles", "profiles add writable paths, hosts and variables", func(s *Settings) bool { return len(s.Moat.DefaultProfiles) > 0 }},
 	{"moat.allowUnscopedSignals", "it lets the sandbox signal your other processes on kernels without Landlock scoping", func(s *Settings) bool { return s.Moat.AllowUnscopedSignals }},

@@ -78,6 +78,7 @@ func TestProjectWidening(t *testing.T) {
 		{"allowSecrets", `{"moat": {/*@*/"allowSecrets": [".env"]}}`, "moat.allowSecrets"},
 		{"passEnv", `{"moat": {/*@*/"passEnv": ["AWS_SECRET_ACCESS_KEY"]}}`, "moat.passEnv"},
 		{"defaultProfiles", `{"moat": {/*@*/"defaultProfiles": ["claude"]}}`, "moat.defaultProfiles"},
+		{"createDirs", `{"moat": {/*@*/"createDirs": ["~/.config/x"]}}`, "moat.createDirs"},
 		{"allowUnscopedSignals", `{"moat": {/*@*/"allowUnscopedSignals": true}}`, "moat.allowUnscopedSignals"},
 		{"first in the file wins", "{\"moat\": {/*@*/\"passEnv\": [\"A\"]},\n\"filesystem\": {\"allowWrite\": [\".\"]}}", "moat.passEnv"},
 	}

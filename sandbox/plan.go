@@ -79,6 +79,9 @@ type planOptions struct {
 
 func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, dirs: o.dirs}
+	if o.createPlaceholders {
+		p.notes = append(p.notes, createDirs(pol)...)
+	}
 	extraDeny := o.extraDeny
 	for _, d := range privateDirs {
 		fi, err := os.Lstat(d.path)
@@ -471,20 +474,26 @@ func (p *planner) protectMissing(rules []policy.Rule) error {
 		if base == "" {
 			continue // not under a writable root: it can't be created anyway
 		}
-		var content *string
-		switch ext := filepath.Ext(target); {
-		case ext == ".json":
-			c := "{}\n"
-			content = &c
-		case ext != "" && ext != filepath.Base(target):
-			c := ""
-			content = &c
-		}
+		content := placeholderContent(target)
 		if err := p.protectPath(base, target, content == nil, content, "denyWrite "+r.Origin); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// placeholderContent is what a file placeholder for the missing path holds, so that
+// its reader takes it for "nothing configured": "{}" for JSON, empty for other names
+// with an extension. It is nil for names without one, which get an empty directory.
+func placeholderContent(path string) *string {
+	c := ""
+	switch base := filepath.Base(path); filepath.Ext(base) {
+	case ".json", ".jsonc":
+		c = "{}\n"
+	case "", base:
+		return nil
+	}
+	return &c
 }
 
 // rootOf returns the deepest writable root holding path, or "".
@@ -534,6 +543,10 @@ func (p *planner) protectOne(base, target string, prot policy.Protected) error {
 			}
 		}
 	}
+	// Workspace files (.envrc, .mcp.json) get a directory too, not a file: git
+	// shows an untracked file, and an agent's "git add -A" would commit it, while
+	// an empty directory is invisible to git. (claude mcp list reports such a
+	// .mcp.json as not a regular file; claude itself runs.)
 	return p.protectPath(base, target, true, nil, "protected: "+prot.Reason)
 }
 

@@ -233,6 +233,13 @@ func writePolicy(w io.Writer, lp *loadedPolicy, ignored []ignorefile.Match, walk
 		fmt.Fprintln(w)
 	}
 
+	if len(p.CreateDirs) > 0 {
+		fmt.Fprintln(w, "\ndirectories made (empty) when missing, before the sandbox starts; writable ones of profiles are made too")
+		for _, r := range p.CreateDirs {
+			fmt.Fprintf(w, "  %-34s %s\n", display(p, r.Path), r.Origin)
+		}
+	}
+
 	fmt.Fprintln(w, "\nignore files: the paths they match when the sandbox starts are unreadable and unwritable")
 	for _, f := range p.IgnoreFiles {
 		fmt.Fprintf(w, "  %-34s %s\n", f.Name, f.Origin)
@@ -354,6 +361,7 @@ type policyView struct {
 	Unprotected    []optView           `json:"unprotected"`
 	AllowedSecrets []optView           `json:"allowedSecrets"`
 	IgnoreFiles    []optView           `json:"ignoreFiles"`
+	CreateDirs     []ruleView          `json:"createDirs"`
 	Ignored        []ruleView          `json:"ignored"`
 	IgnoreWarning  string              `json:"ignoreWarning,omitempty"`
 	EnvScrub       []envScrubView      `json:"envScrub"`
@@ -439,7 +447,7 @@ func newPolicyView(lp *loadedPolicy, ignored []ignorefile.Match, walkErr error, 
 		Cwd: p.Cwd, Home: p.Home, UserConfig: p.UserConfig, UserFound: lp.userFound,
 		ProjectFile: p.ProjectFile, ProjectTrusted: p.ProjectTrusted,
 		Profiles: []profileView{}, DenyRead: rules(p.DenyRead), AllowRead: rules(p.AllowRead),
-		AllowWrite: rules(p.AllowWrite), DenyWrite: rules(p.DenyWrite), Protected: []protectedView{},
+		AllowWrite: rules(p.AllowWrite), DenyWrite: rules(p.DenyWrite), CreateDirs: rules(p.CreateDirs), Protected: []protectedView{},
 		ProtectedDepth: p.ProtectedDepth, Unprotected: opts(p.Unprotected), AllowedSecrets: opts(p.AllowedSecrets),
 		IgnoreFiles: []optView{}, Ignored: []ruleView{}, EnvScrub: []envScrubView{}, PassEnv: []optView{},
 		EnvVars: []envRuleView{}, EnvRemoved: []envRemovalView{},

@@ -38,9 +38,6 @@ type agentCLI struct {
 	minNode int // Node.js major its JavaScript needs (engines); 0 for a native binary
 	// skip, when set, says why the CLI can't be installed here.
 	skip string
-	// home lists what a user has in the home directory besides the profile's
-	// writable paths, relative to it (a trailing / for a directory).
-	home []string
 	// state is a command that makes the CLI write its state without a network or
 	// a login; stateDir ("~/...") is where the profile says that state goes.
 	state    []string
@@ -64,9 +61,7 @@ var agents = []agentCLI{
 		state: []string{"-p", "hello"}, stateDir: "~/.gemini",
 		env: []string{"GEMINI_CLI_NO_RELAUNCH=true"}}, // one node process, not two
 	{profile: "opencode", pkg: "opencode-ai@1.18.33", bin: "opencode",
-		exe: "node_modules/opencode-linux-*/bin/opencode",
-		// opencode creates ~/.config/opencode when it is missing: a user has it.
-		home:  []string{".config/opencode/"},
+		exe:   "node_modules/opencode-linux-*/bin/opencode",
 		state: []string{"auth", "list"}, stateDir: "~/.local/share/opencode",
 		env: []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"}},
 	{profile: "cursor", skip: "cursor-agent is published only on cursor.com's own download host, not on the npm " +
@@ -75,10 +70,10 @@ var agents = []agentCLI{
 }
 
 // TestAgents installs the agent CLIs from the npm registry (once, into a cache
-// directory) and starts each under its profile with the profile's writable paths
-// present, as after a first run outside moat: --version and --help must work, and
-// a command that records state must leave it on the host where the profile says,
-// and nothing anywhere else in the home directory.
+// directory) and starts each under its profile in an empty home directory, as on
+// a machine where the agent never ran outside moat: --version and --help must
+// work, and a command that records state must leave it on the host where the
+// profile says, and nothing anywhere else in the home directory.
 func TestAgents(t *testing.T) {
 	t.Parallel() // a long sequence of its own: run it beside the others
 	if testing.Short() {
@@ -131,14 +126,6 @@ func testAgent(t *testing.T, a agentCLI, bin string) {
 	b := newBox(t)
 	b.git("init", "-q")
 	pr := compileProfile(t, b, a.profile)
-	makeStateDirs(t, pr.allowWrite)
-	for _, h := range a.home {
-		if strings.HasSuffix(h, "/") {
-			testmoat.Mkdir(t, filepath.Join(b.home, h))
-		} else {
-			writeFile(t, filepath.Join(b.home, h), "")
-		}
-	}
 	flags := []string{"--profile", a.profile}
 	version := a.pkg[strings.LastIndex(a.pkg, "@")+1:]
 
