@@ -220,6 +220,11 @@
 //     Case-sensitive. "*" alone is refused.
 //   - ignoreFiles []name: ignore files to read besides .moatignore (a plain file
 //     name: ".cursorignore", ".geminiignore", ".aiexclude").
+//   - createDirs []path: "~/..." directories the sandbox makes (empty, mode 0700)
+//     when they are missing, before it starts: for an agent that creates one at
+//     start where the policy keeps it read-only (opencode's ~/.config/opencode).
+//     The directories a profile makes writable are made the same way, when their
+//     name has no extension. A project file needs trust to use it.
 //   - defaultProfiles []name: profiles applied without --profile.
 //   - profiles {name: profile}: the user's profiles (user config only); see
 //     Profiles.
@@ -279,8 +284,10 @@
 //
 // # Profiles
 //
-// A profile is a named set of rules in the settings schema, plus "description"
-// and "extends" (profiles applied before it). Built in (profiles/*.jsonc, every
+// A profile is a named set of rules in the settings schema, plus "description",
+// "extends" (profiles applied before it) and "commands" (the programs it is for:
+// moat run names the profile when one of them fails without it; [ProfileFor]).
+// Built in (profiles/*.jsonc, every
 // entry with a comment giving its reason; [BuiltinProfiles]):
 //
 //   - claude, codex, gemini, opencode, cursor (Cursor's CLI agent): the agent's
@@ -296,7 +303,7 @@
 //
 // User profiles live under "moat": {"profiles": {NAME: {...}}} in the user
 // config, with the same keys (filesystem, network, credentials, and moat's
-// unprotect, allowSecrets, passEnv, ignoreFiles). Names are lower-case letters,
+// unprotect, allowSecrets, passEnv, ignoreFiles, createDirs). Names are lower-case letters,
 // digits, '-' and '_'; a user profile may not take a built-in name (extend it
 // instead). An unknown name in extends, defaultProfiles or --profile, and a cycle
 // of extends, are [ErrProfile] errors with the file, line and key, and a hint

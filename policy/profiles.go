@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ type ProfileInfo struct {
 	Name        string
 	Description string
 	Extends     []string
+	Commands    []string // the programs it is for
 	Builtin     bool
 	Origin      string // where it is defined: "profiles/claude.jsonc" or "config.jsonc:12"
 }
@@ -104,7 +106,21 @@ func profileInfo(p *Profile) ProfileInfo {
 	for _, e := range p.Extends {
 		info.Extends = append(info.Extends, e.Value)
 	}
+	for _, c := range p.Commands {
+		info.Commands = append(info.Commands, c.Value)
+	}
 	return info
+}
+
+// ProfileFor returns the built-in profile whose commands include name (a program's
+// file name, "go"), for the hint after a failed run.
+func ProfileFor(name string) (ProfileInfo, bool) {
+	for _, info := range BuiltinProfiles() {
+		if slices.Contains(info.Commands, name) {
+			return info, true
+		}
+	}
+	return ProfileInfo{}, false
 }
 
 // checkProfileName validates the spelling of a profile name.

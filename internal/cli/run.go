@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/policy"
 	"github.com/moat-sandbox/moat/sandbox"
 )
 
@@ -110,9 +112,31 @@ func runCmd(args []string, std stdio) error {
 	log.summary(std.err)
 	var ee *sandbox.ExitError
 	if errors.As(err, &ee) {
+		if ee.Signal == 0 {
+			suggestProfile(std.err, pol, argv[0], ee.Code)
+		}
 		return exitCode(ee.Code)
 	}
 	return err
+}
+
+// suggestProfile names the built-in profile made for a command that failed without
+// it: a toolchain that couldn't write its caches (go build, npm install) or an agent
+// that couldn't write its state fails with an error of its own, which moat can't
+// see, so it says what would make those writable.
+func suggestProfile(w io.Writer, pol *policy.Policy, argv0 string, code int) {
+	name := filepath.Base(argv0)
+	info, ok := policy.ProfileFor(name)
+	if !ok {
+		return
+	}
+	for _, p := range pol.Profiles {
+		if p.Name == info.Name {
+			return
+		}
+	}
+	fmt.Fprintf(w, "moat: %s exited with status %d; if it failed to write outside the workspace, the %s profile may be what it needs (%s): moat run --profile %s -- %s ...\n",
+		name, code, info.Name, info.Description, info.Name, name)
 }
 
 // runError is a mistake on run's command line: exit 125, as container CLIs do.
