@@ -53,6 +53,8 @@ func (c *Cmd) fileEvent(d fusemask.Denial) FileEvent {
 	ev := FileEvent{Time: time.Now(), Kind: "fs", Action: "deny", Op: d.Op, Path: d.Path, Hidden: d.Hidden, Rule: d.Rule}
 	if v := c.Policy.ExplainPath(d.Path); !v.Read {
 		ev.Hint = v.ReadHint
+	} else {
+		ev.Hint = ignoreHint(c.Policy, d.Rule)
 	}
 	return ev
 }

@@ -48,12 +48,16 @@ func TestDenialEvents(t *testing.T) {
 	writeFile(t, filepath.Join(b.home, ".ssh", "known_hosts"), "KNOWN\n", 0o644)
 	writeFile(t, filepath.Join(b.ws, ".env"), "API_KEY="+envTok+"\n", 0o600)
 	writeFile(t, filepath.Join(b.home, ".aws", "credentials"), "[default]\n", 0o600)
+	ignTok := testmoat.Token("ignored")
+	writeFile(t, filepath.Join(b.ws, ".moatignore"), "# mine\nprivate.txt\n", 0o644)
+	writeFile(t, filepath.Join(b.ws, "private.txt"), ignTok+"\n", 0o644)
 	events := filepath.Join(b.root, "events.jsonl")
 	r := b.run(opts{
 		flags: []string{"--events", events, "--debug"},
 		script: `exec 2>>err.txt
 cat "$HOME/.ssh/id_rsa"; echo "rc=$?"
 echo "env=[$(cat .env)]"
+echo "ign=[$(cat private.txt)]"
 echo "ls=[$(ls -A "$HOME/.ssh")]"
 # Attacks on the reporting: abort the FUSE connection; open the device.
 for f in /sys/fs/fuse/connections/*/abort; do echo 1 > "$f"; done
@@ -72,7 +76,7 @@ echo end`,
 		t.Fatalf("control: the script did not run through:\n%s\n%s", r, errs)
 	}
 	// Enforcement, as without events: no such file, an empty file, an empty dir.
-	for _, want := range []string{"rc=1\n", "env=[]\n", "ls=[]\n"} {
+	for _, want := range []string{"rc=1\n", "env=[]\n", "ign=[]\n", "ls=[]\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q: the hidden paths look different than before:\n%s", want, r)
 		}
@@ -80,8 +84,8 @@ echo end`,
 	if !strings.Contains(errs, "cat: "+filepath.Join(b.home, ".ssh", "id_rsa")+": No such file or directory") {
 		t.Errorf("reading ~/.ssh/id_rsa did not fail with ENOENT:\n%s", errs)
 	}
-	for _, tok := range []string{secret, envTok} {
-		if hits := filesContaining(t, b.root, tok, filepath.Join(b.home, ".ssh", "id_rsa"), filepath.Join(b.ws, ".env")); len(hits) > 0 {
+	for _, tok := range []string{secret, envTok, ignTok} {
+		if hits := filesContaining(t, b.root, tok, filepath.Join(b.home, ".ssh", "id_rsa"), filepath.Join(b.ws, ".env"), filepath.Join(b.ws, "private.txt")); len(hits) > 0 {
 			t.Errorf("hidden content reached %v", hits)
 		}
 		if strings.Contains(r.stdout+r.stderr, tok) {
@@ -113,6 +117,7 @@ echo end`,
 		{"read", filepath.Join(ssh, "id_rsa"), ssh, "credential store (~/.ssh: SSH private keys)"},
 		{"list", ssh, ssh, "credential store (~/.ssh"},
 		{"read", filepath.Join(b.ws, ".env"), filepath.Join(b.ws, ".env"), "workspace secrets"},
+		{"read", filepath.Join(b.ws, "private.txt"), filepath.Join(b.ws, "private.txt"), ".moatignore:2 private.txt"},
 	} {
 		ev := find(c.op, c.path)
 		if ev == nil {
@@ -121,6 +126,9 @@ echo end`,
 		}
 		if ev.Action != "deny" || ev.Hidden != c.hidden || !strings.Contains(ev.Rule, c.rule) || ev.Hint == "" {
 			t.Errorf("event %+v, want hidden %s, a rule with %q, and a hint", ev, c.hidden, c.rule)
+		}
+		if strings.HasSuffix(c.rule, "private.txt") && !strings.Contains(ev.Hint, "delete line 2 (private.txt) of "+filepath.Join(b.ws, ".moatignore")) {
+			t.Errorf("the hint of a path an ignore file hides doesn't name the line to change: %q", ev.Hint)
 		}
 	}
 	// The read after the flood is still accounted for, below ~/.ssh.
