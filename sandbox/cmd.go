@@ -228,11 +228,12 @@ func (c *Cmd) Wait() error {
 	if c.proc == nil {
 		return errors.New("sandbox: not started")
 	}
+	released := c.releaseWhenEnded()
 	res, err := c.proc.Wait()
 	if c.jobs != nil {
 		c.jobs.done()
 	}
-	c.placeholders.release(c.placeholders.created)
+	released()
 	if err != nil {
 		return err
 	}
@@ -245,6 +246,43 @@ func (c *Cmd) Wait() error {
 		return &ExitError{Code: res.ExitCode, Signal: syscall.Signal(res.Signal)}
 	}
 	return nil
+}
+
+// ender is a sandbox that says, before its Wait returns, when none of its processes
+// is left (launch.Process.Ended).
+type ender interface {
+	Ended() <-chan struct{}
+}
+
+// releaseWhenEnded releases the placeholders (placeholders.release) as soon as no
+// process of the sandbox is left, while Wait still waits for the rest of its end (init's
+// exit, which tears down its mount namespace), and returns a function that waits for
+// that. A sandbox that can't say so (the direct mode), or ends without saying so, has
+// them released when that function is called, after its Wait. Not before: removing a
+// placeholder on the host detaches the sandbox's cover of it, and a process of the
+// sandbox still alive could then create the protected path.
+func (c *Cmd) releaseWhenEnded() (wait func()) {
+	e, ok := c.proc.(ender)
+	if !ok {
+		return func() { c.placeholders.release(c.placeholders.created) }
+	}
+	stop := make(chan struct{})
+	early := make(chan bool, 1)
+	go func() {
+		select {
+		case <-e.Ended():
+			c.placeholders.release(c.placeholders.created)
+			early <- true
+		case <-stop:
+			early <- false
+		}
+	}()
+	return func() {
+		close(stop)
+		if !<-early {
+			c.placeholders.release(c.placeholders.created)
+		}
+	}
 }
 
 func describe(w io.Writer, s *spec.Spec, notes []string) {

@@ -36,9 +36,18 @@ type Process struct {
 	ctl    *os.File // spec, then signals
 	result *os.File
 	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets and the FUSE device
+	ended  chan struct{}
 
 	stopped func(syscall.Signal)
 }
+
+// Ended is closed, while Wait waits for init to exit, when init has reported the
+// command's end: init writes that final report only once it has killed and reaped
+// every other process of the sandbox (nsinit's endSandbox), so nothing the sandbox
+// started is left to act, though init's mount namespace is still there. It stays
+// open when init ends without a final report. Only init can write the report: the
+// command never holds the pipe, and init is not dumpable, so /proc/1/fd is shut.
+func (p *Process) Ended() <-chan struct{} { return p.ended }
 
 // Pgid is the sandbox's process group when it runs as the terminal's foreground
 // job (Options.Foreground), else 0.
@@ -149,7 +158,7 @@ func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, erro
 		netParent.Close()
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, stopped: o.Stopped}, nil
+	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, ended: make(chan struct{}), stopped: o.Stopped}, nil
 }
 
 // Send gives a spawned init its spec. When it fails, the sandbox is killed and
@@ -239,6 +248,9 @@ func (p *Process) Wait() (spec.Result, error) {
 		}
 	}
 	starttrace.Mark("supervisor", "result read")
+	if decErr == nil {
+		close(p.ended) // a final report: interim ones (Stopped) don't leave the loop
+	}
 	p.result.Close()
 	waitErr := p.cmd.Wait()
 	if p.net != nil {

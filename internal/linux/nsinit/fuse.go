@@ -127,8 +127,7 @@ func newFUSE(path string) (mnt, dev int, err error) {
 		unix.Close(dev)
 		return -1, -1, fmt.Errorf("mount FUSE: %w", os.NewSyscallError("fsconfig create", err))
 	}
-	mnt, err = unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC,
-		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	mnt, err = unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, sealedAttr) // and so every node's clone (fuseNode)
 	if err != nil {
 		unix.Close(dev)
 		return -1, -1, fmt.Errorf("mount FUSE: %w", os.NewSyscallError("fsmount", err))
@@ -137,16 +136,13 @@ func newFUSE(path string) (mnt, dev int, err error) {
 }
 
 // fuseNode returns a detached, read-only clone of the FUSE node that covers mask
-// step i; the supervisor answers the lookup.
+// step i; the supervisor answers the lookup. The clone keeps the flags newFUSE
+// mounted the filesystem with (sealedAttr), as a clone keeps its source mount's.
 func fuseNode(mnt, i int) (int, error) {
 	name := strconv.Itoa(i)
 	fd, err := unix.OpenTree(mnt, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return -1, sysErr("clone FUSE mask", name, err)
-	}
-	if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
-		unix.Close(fd)
-		return -1, err
 	}
 	return fd, nil
 }

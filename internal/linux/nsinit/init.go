@@ -60,8 +60,47 @@ func Main() {
 
 	ctl := bufio.NewReader(os.NewFile(specFD, "spec"))
 	res := run(ctl, json.NewEncoder(result))
+	// On the thread that forked the command: run locked this goroutine to it.
+	endSandbox()
 	_ = json.NewEncoder(result).Encode(res)
 	os.Exit(0)
+}
+
+// endSandbox kills every process of the sandbox but init and reaps them all, so that
+// when init writes its final report nothing the sandbox started can act any more:
+// the supervisor relies on that to remove its placeholders while init itself is still
+// exiting (launch.Process.Ended), which would detach their covers in this mount
+// namespace under a live process.
+//
+// kill(-1) from pid 1 reaches every process of this pid namespace and of those nested
+// in it, stopped and traced ones included; a process that forks meanwhile either has
+// its child listed before kill walks the task list (the child gets SIGKILL too) or
+// gets SIGKILL before it lists the child, and then the kernel fails the fork (kill
+// walks under the task list lock, fork adds the child holding it). Init must send it
+// from the thread that forked the command: without Landlock's all-thread sync each
+// thread has a domain of its own, and signal scoping lets only that thread's domain,
+// the command's parent, signal into the sandbox.
+//
+// The proof is the wait, not the kill: wait4 fails with ECHILD only when init has no
+// child at all, and a live process of the sandbox always has an ancestor that is init's
+// child, as orphans are reparented to init or to a subreaper that is itself in the
+// sandbox. __WALL counts the children whose exit signal isn't SIGCHLD too.
+func endSandbox() {
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(-1, nil, unix.WALL, nil)
+		switch err {
+		case nil, unix.EINTR:
+		case unix.ECHILD:
+			return
+		default:
+			// wait4 fails otherwise only for bad arguments. Without the proof there is
+			// no report: the supervisor then waits for init's exit, when the kernel
+			// has ended the rest.
+			fmt.Fprintf(os.Stderr, "moat: error: bug: sandbox init: wait4: %v\n", err)
+			os.Exit(125)
+		}
+	}
 }
 
 // stageError is a failure of one setup stage, reported to the supervisor.
@@ -195,7 +234,7 @@ func readSignals(ctl *bufio.Reader, out chan<- syscall.Signal) {
 }
 
 // reap waits for every process in the sandbox and returns when the command exits;
-// init's exit then makes the kernel kill whatever is left, daemons included. When
+// endSandbox then kills whatever is left, daemons included. When
 // the command stops (Ctrl-Z), it tells the supervisor, which gives the terminal
 // back to its own caller the way a shell's job stops.
 func reap(pid int, report *json.Encoder) spec.Result {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ func buildRoot(s *spec.Spec) error {
 	}
 	unix.Close(root)
 
-	empty, err := newEmptySource()
+	empty, err := newEmptySource(s.Mounts)
 	if err != nil {
 		return err
 	}
@@ -133,31 +134,19 @@ func applyMount(all []spec.Mount, i, source, empty int) error {
 			}
 		}
 		return attach(fd, target)
-	case spec.OpFile:
-		name := fmt.Sprintf("content-%d", i)
-		if err := writeFileAt(empty, name, m.Content); err != nil {
-			return err
-		}
-		if fd, err = unix.OpenTree(empty, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
-			return sysErr("clone file", name, err)
-		}
-		defer unix.Close(fd)
-		if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
-			return err
-		}
-		return attach(fd, target)
-	case spec.OpMaskFile, spec.OpPlaceholder:
+	case spec.OpFile, spec.OpMaskFile, spec.OpPlaceholder:
+		// A clone of the sealed source: read-only, nosuid, nodev and noexec as it is.
 		name := "file"
-		if m.Op == spec.OpPlaceholder {
+		switch m.Op {
+		case spec.OpFile:
+			name = contentName(i)
+		case spec.OpPlaceholder:
 			name = "dir"
 		}
 		if fd, err = unix.OpenTree(empty, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
-			return sysErr("clone empty", name, err)
+			return sysErr("clone", name, err)
 		}
 		defer unix.Close(fd)
-		if err := setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false); err != nil {
-			return err
-		}
 		return attach(fd, target)
 	}
 	return fmt.Errorf("bug: unknown mount op %q", m.Op)
@@ -297,25 +286,48 @@ func newTmpfs(mode string) (int, error) {
 	return fd, nil
 }
 
-// newEmptySource returns a tmpfs holding an empty file "file" and an empty directory
-// "dir", the sources of every mask.
-func newEmptySource() (int, error) {
-	fd, err := newTmpfs("0755") // never attached itself: only clones of its entries are
+// sealedAttr are the flags of the sealed source and so of every mount cloned from it.
+const sealedAttr = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC
+
+// newEmptySource returns a sealed tmpfs that holds the sources of every mask and
+// file step: an empty file "file", an empty directory "dir", and the content of each
+// OpFile step (contentName). Sealed means sealedAttr, set once, here: a clone of a
+// mount gets the flags of its source mount (the kernel's clone_mnt copies them), so
+// each mask cloned from it is read-only, nosuid, nodev and noexec without a
+// mount_setattr of its own, and nothing the sandbox sees through one can be written.
+func newEmptySource(mounts []spec.Mount) (fd int, err error) {
+	fd, err = newTmpfs("0755") // never attached itself: only clones of its entries are
 	if err != nil {
 		return -1, err
 	}
+	defer func() {
+		if err != nil {
+			unix.Close(fd)
+		}
+	}()
 	f, err := unix.Openat(fd, "file", unix.O_CREAT|unix.O_RDONLY|unix.O_CLOEXEC, 0o444)
 	if err != nil {
-		unix.Close(fd)
 		return -1, sysErr("create", "empty file", err)
 	}
 	unix.Close(f)
 	if err := unix.Mkdirat(fd, "dir", 0o555); err != nil {
-		unix.Close(fd)
 		return -1, sysErr("create", "empty dir", err)
+	}
+	for i, m := range mounts {
+		if m.Op == spec.OpFile {
+			if err := writeFileAt(fd, contentName(i), m.Content); err != nil {
+				return -1, err
+			}
+		}
+	}
+	if err := setAttr(fd, sealedAttr, false); err != nil {
+		return -1, fmt.Errorf("seal the empty source: %w", err)
 	}
 	return fd, nil
 }
+
+// contentName is the sealed source's file that holds the content of OpFile step i.
+func contentName(i int) string { return "content-" + strconv.Itoa(i) }
 
 // writeFileAt creates name in the directory dirfd with content, readable by all.
 func writeFileAt(dirfd int, name, content string) error {

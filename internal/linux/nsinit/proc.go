@@ -59,12 +59,10 @@ func buildProc(empty int) error {
 		if err != nil {
 			return err
 		}
+		// A clone of the sealed source (newEmptySource): read-only as it is.
 		fd, err := unix.OpenTree(empty, "file", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err == nil {
-			err = setAttr(fd, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, false)
-			if err == nil {
-				err = attach(fd, t)
-			}
+			err = attach(fd, t)
 			unix.Close(fd)
 		}
 		unix.Close(t)
