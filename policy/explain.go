@@ -289,7 +289,7 @@ func (p *Policy) hints(v *PathVerdict) {
 			case strings.HasPrefix(r.Origin, "flag "):
 				v.ReadHint = "drop " + r.Origin[len("flag "):] + " " + r.Path
 			case strings.HasPrefix(r.Origin, "ignore file "):
-				v.ReadHint = "the " + r.Origin + " hides it; remove that pattern, or add a negating \"!\" line after it"
+				v.ReadHint = "the " + r.Origin + " hides it; outside moat (the file is read-only inside), remove that pattern, or add a negating \"!\" line after it"
 			default:
 				v.ReadHint = "remove the rule at " + r.Origin + "; an allowRead of the same path does not win over it"
 			}

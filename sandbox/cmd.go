@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/moat-sandbox/moat/internal/spec"
@@ -70,6 +71,9 @@ type Cmd struct {
 
 	// fuseDevice replaces the FUSE device's path, for tests of the plain masks.
 	fuseDevice string
+	// explain is the policy plus the ignore files' rules, which file events'
+	// hints come from; nil when no ignore file hides anything.
+	explain *policy.Policy
 
 	proc         process
 	jobs         *jobControl
@@ -130,6 +134,12 @@ func (c *Cmd) Start() error {
 	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy, o.dirs); err != nil {
 		ph.release(nil)
 		return err
+	}
+	if len(o.denyRead) > 0 {
+		// File events explain what the ignore files hide as moat explain does.
+		q := *c.Policy
+		q.DenyRead = append(append([]policy.Rule(nil), q.DenyRead...), o.denyRead...)
+		c.explain = &q
 	}
 	if m, ok := resolvConfMount(); ok {
 		o.files = append(o.files, m)
@@ -228,12 +238,19 @@ func (c *Cmd) Wait() error {
 	if c.proc == nil {
 		return errors.New("sandbox: not started")
 	}
-	released := c.releaseWhenEnded()
+	// The placeholders go as soon as no process of the sandbox is left, which the
+	// namespace mode says while init is still exiting; the direct mode, after its
+	// Wait. Not before: removing a placeholder on the host detaches the sandbox's
+	// cover of it, and a live process of the sandbox could then create the path.
+	release := sync.OnceFunc(func() { c.placeholders.release(c.placeholders.created) })
+	if e, ok := c.proc.(ender); ok {
+		go func() { <-e.Ended(); release() }()
+	}
 	res, err := c.proc.Wait()
 	if c.jobs != nil {
 		c.jobs.done()
 	}
-	released()
+	release() // waits for the goroutine's, if that one started first
 	if err != nil {
 		return err
 	}
@@ -248,41 +265,10 @@ func (c *Cmd) Wait() error {
 	return nil
 }
 
-// ender is a sandbox that says, before its Wait returns, when none of its processes
-// is left (launch.Process.Ended).
+// ender is a sandbox that says, possibly before its Wait returns, when none of its
+// processes is left (launch.Process.Ended).
 type ender interface {
 	Ended() <-chan struct{}
-}
-
-// releaseWhenEnded releases the placeholders (placeholders.release) as soon as no
-// process of the sandbox is left, while Wait still waits for the rest of its end (init's
-// exit, which tears down its mount namespace), and returns a function that waits for
-// that. A sandbox that can't say so (the direct mode), or ends without saying so, has
-// them released when that function is called, after its Wait. Not before: removing a
-// placeholder on the host detaches the sandbox's cover of it, and a process of the
-// sandbox still alive could then create the protected path.
-func (c *Cmd) releaseWhenEnded() (wait func()) {
-	e, ok := c.proc.(ender)
-	if !ok {
-		return func() { c.placeholders.release(c.placeholders.created) }
-	}
-	stop := make(chan struct{})
-	early := make(chan bool, 1)
-	go func() {
-		select {
-		case <-e.Ended():
-			c.placeholders.release(c.placeholders.created)
-			early <- true
-		case <-stop:
-			early <- false
-		}
-	}()
-	return func() {
-		close(stop)
-		if !<-early {
-			c.placeholders.release(c.placeholders.created)
-		}
-	}
 }
 
 func describe(w io.Writer, s *spec.Spec, notes []string) {

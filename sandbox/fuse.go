@@ -51,10 +51,12 @@ func (c *Cmd) fuseSpec(mounts []spec.Mount) string {
 // fileEvent turns a denial the FUSE masks saw into a FileEvent.
 func (c *Cmd) fileEvent(d fusemask.Denial) FileEvent {
 	ev := FileEvent{Time: time.Now(), Kind: "fs", Action: "deny", Op: d.Op, Path: d.Path, Hidden: d.Hidden, Rule: d.Rule}
-	if v := c.Policy.ExplainPath(d.Path); !v.Read {
+	pol := c.explain
+	if pol == nil {
+		pol = c.Policy
+	}
+	if v := pol.ExplainPath(d.Path); !v.Read {
 		ev.Hint = v.ReadHint
-	} else {
-		ev.Hint = ignoreHint(c.Policy, d.Rule)
 	}
 	return ev
 }

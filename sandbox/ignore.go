@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/moat-sandbox/moat/internal/ignorefile"
 	"github.com/moat-sandbox/moat/policy"
@@ -38,28 +37,4 @@ func ignoreRules(pol *policy.Policy, dirs *dirCache) (denyRead, denyWrite []poli
 		denyWrite = append(denyWrite, policy.Rule{Path: f.Path, Origin: "ignore file (kept read-only so the sandbox can't loosen it)"})
 	}
 	return denyRead, denyWrite, nil
-}
-
-// ignoreHint says how to allow a path an ignore file hides, given the origin of
-// the rule ("ignore file /w/.moatignore:3 secrets/"), or "" for another rule.
-func ignoreHint(pol *policy.Policy, origin string) string {
-	rest, ok := strings.CutPrefix(origin, "ignore file ")
-	if !ok {
-		return ""
-	}
-	for _, f := range pol.IgnoreFiles {
-		// The file's path ends in its name; the line number and pattern follow.
-		i := strings.LastIndex(rest, "/"+f.Name+":")
-		if i < 0 {
-			continue
-		}
-		file := rest[:i+1+len(f.Name)]
-		line, pattern, ok := strings.Cut(rest[len(file)+1:], " ")
-		if !ok {
-			continue
-		}
-		return fmt.Sprintf("outside moat (the file is read-only inside), delete line %s (%s) of %s, or add a line !%s after it",
-			line, pattern, file, strings.TrimSuffix(pattern, "/"))
-	}
-	return ""
 }

@@ -127,7 +127,7 @@ echo end`,
 		if ev.Action != "deny" || ev.Hidden != c.hidden || !strings.Contains(ev.Rule, c.rule) || ev.Hint == "" {
 			t.Errorf("event %+v, want hidden %s, a rule with %q, and a hint", ev, c.hidden, c.rule)
 		}
-		if strings.HasSuffix(c.rule, "private.txt") && !strings.Contains(ev.Hint, "delete line 2 (private.txt) of "+filepath.Join(b.ws, ".moatignore")) {
+		if strings.HasSuffix(c.rule, "private.txt") && !strings.Contains(ev.Hint, "the ignore file "+filepath.Join(b.ws, ".moatignore")+":2 private.txt hides it; outside moat") {
 			t.Errorf("the hint of a path an ignore file hides doesn't name the line to change: %q", ev.Hint)
 		}
 	}

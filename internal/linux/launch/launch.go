@@ -41,11 +41,11 @@ type Process struct {
 	stopped func(syscall.Signal)
 }
 
-// Ended is closed, while Wait waits for init to exit, when init has reported the
-// command's end: init writes that final report only once it has killed and reaped
-// every other process of the sandbox (nsinit's endSandbox), so nothing the sandbox
-// started is left to act, though init's mount namespace is still there. It stays
-// open when init ends without a final report. Only init can write the report: the
+// Ended is closed when no process of the sandbox is left to act: at init's final
+// report, while Wait still waits for init to exit (init writes that report only once
+// it has killed and reaped every other process of the sandbox, nsinit's endSandbox;
+// its mount namespace is still there), or, when init ends without one, once init has
+// exited and the kernel has ended the rest. Only init can write the report: the
 // command never holds the pipe, and init is not dumpable, so /proc/1/fd is shut.
 func (p *Process) Ended() <-chan struct{} { return p.ended }
 
@@ -253,6 +253,9 @@ func (p *Process) Wait() (spec.Result, error) {
 	}
 	p.result.Close()
 	waitErr := p.cmd.Wait()
+	if decErr != nil {
+		close(p.ended)
+	}
 	if p.net != nil {
 		p.net.Close() // unused when the spec asked for neither network nor FUSE
 	}
