@@ -64,10 +64,10 @@ func runCmd(args []string, std stdio) error {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 		close(notified)
 	}()
+	unnotify := func() { <-notified; signal.Stop(sigs) } // when nothing ran
 	lp, err := pf.load()
 	if err != nil {
-		<-notified
-		signal.Stop(sigs)
+		unnotify()
 		return err
 	}
 	pol := lp.Policy
@@ -75,6 +75,7 @@ func runCmd(args []string, std stdio) error {
 	if events != "" {
 		f, err := os.OpenFile(events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
+			unnotify()
 			return runError{fmt.Errorf("open event log: %w", err), "pass a file in a directory you can write"}
 		}
 		defer f.Close()
@@ -105,6 +106,7 @@ func runCmd(args []string, std stdio) error {
 	// No signal.Stop on the way out: it waits for the signal thread to go idle
 	// (about 0.2 ms), and moat exits when runCmd returns.
 	if err := cmd.Start(); err != nil {
+		unnotify()
 		return err
 	}
 	go func() {

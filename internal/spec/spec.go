@@ -1,6 +1,10 @@
 // Package spec is the wire format between the supervisor, which plans a sandbox on the
-// host, and the re-executed init stage, which builds it; it holds data only.
+// host, and the re-executed init stage, which builds it. It holds data, and the two
+// facts about the mount steps that both init and the FUSE server derive from them
+// (Enclosing, Mount.WantsDir).
 package spec
+
+import "strings"
 
 // Op is one step of building the sandbox's mount view. Steps run in order, each on a
 // path of the new root; a later step on a deeper path overrides an earlier one.
@@ -88,7 +92,9 @@ type Spec struct {
 	Debug bool `json:"debug,omitempty"`
 }
 
-// Result is what init reports back to the supervisor, once, before it exits.
+// Result is what init reports back to the supervisor before it exits: the final
+// report once, written only after init has killed and reaped every other process
+// of the sandbox, and before it, interim reports of the command's stops (Stopped).
 type Result struct {
 	// Stage names the step that failed ("mount", "landlock", "seccomp", "exec", ...);
 	// empty when the command ran.
@@ -106,4 +112,26 @@ type Result struct {
 	// so the supervisor can give the terminal back to its caller. Init writes
 	// these before the final report, each on its own line.
 	Stopped int `json:"stopped,omitempty"`
+}
+
+// Enclosing returns the index of the last step before step j whose path contains
+// step j's, or -1: the mount that step j's mount point lies in.
+func Enclosing(all []Mount, j int) int {
+	for i := j - 1; i >= 0; i-- {
+		if strings.HasPrefix(all[j].Path, strings.TrimSuffix(all[i].Path, "/")+"/") {
+			return i
+		}
+	}
+	return -1
+}
+
+// WantsDir says whether the step's mount point is a directory.
+func (m Mount) WantsDir() bool {
+	switch m.Op {
+	case OpTmpfs, OpMaskDir, OpPlaceholder:
+		return true
+	case OpMaskFile, OpFile:
+		return false
+	}
+	return m.Dir
 }
