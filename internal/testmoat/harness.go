@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Dirs are one test's host directories for a moat run: a root the sandbox can read
@@ -92,4 +93,48 @@ func ReadFile(t *testing.T, path string) string {
 func Exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// SettingsFlags writes settings (JSON) to a new file in dir and returns the flags that
+// pass it to moat run; none when settings is empty.
+func SettingsFlags(t *testing.T, dir, settings string) []string {
+	t.Helper()
+	if settings == "" {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, "settings-*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(settings); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config", f.Name()}
+}
+
+// WaitFor polls cond until it holds or d passes: synchronisation with the sandbox,
+// never a verdict on timing.
+func WaitFor(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
+
+// KeyValues parses "key value" lines into a map.
+func KeyValues(s string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

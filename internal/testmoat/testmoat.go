@@ -5,6 +5,7 @@ package testmoat
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,4 +63,52 @@ func Build(out string) error {
 		return fmt.Errorf("%v\n%s", err, b)
 	}
 	return nil
+}
+
+// Setup is the start of a suite's TestMain: it makes the suite's base directory, a
+// fresh "moat-NAME-*" directory of mode 0755 under PickRoot(dirEnv), and builds moat
+// into it, or takes $MOAT_BIN. cleanup removes the base directory unless $keepEnv is
+// set, in which case it says where it is. Errors name the suite.
+func Setup(name, dirEnv, keepEnv string) (base, moat string, cleanup func(), err error) {
+	cleanup = func() {}
+	root, err := PickRoot(dirEnv)
+	if err == nil {
+		base, err = os.MkdirTemp(root, "moat-"+name+"-")
+	}
+	if err == nil {
+		err = os.Chmod(base, 0o755)
+	}
+	if err != nil {
+		return "", "", cleanup, fmt.Errorf("%s tests: make base dir: %w", name, err)
+	}
+	if os.Getenv(keepEnv) != "" {
+		fmt.Fprintf(os.Stderr, "%s tests: keeping %s\n", name, base)
+	} else {
+		cleanup = func() { RemoveAll(base) }
+	}
+	if moat = os.Getenv("MOAT_BIN"); moat != "" {
+		if moat, err = filepath.Abs(moat); err != nil {
+			cleanup()
+			return "", "", func() {}, fmt.Errorf("%s tests: %w", name, err)
+		}
+		return base, moat, cleanup, nil
+	}
+	moat = filepath.Join(base, "moat")
+	if err := Build(moat); err != nil {
+		cleanup()
+		return "", "", func() {}, fmt.Errorf("%s tests: build moat (set MOAT_BIN to use a built binary): %w", name, err)
+	}
+	return base, moat, cleanup, nil
+}
+
+// RemoveAll removes dir even where a tool left read-only directories (the Go module
+// cache without -modcacherw).
+func RemoveAll(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
 }

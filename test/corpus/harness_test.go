@@ -58,46 +58,15 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := testmoat.PickRoot("MOAT_CORPUS_DIR")
-	if err == nil {
-		baseDir, err = os.MkdirTemp(root, "moat-corpus-")
-	}
-	if err == nil {
-		err = os.Chmod(baseDir, 0o755)
-	}
+	var cleanup func()
+	var err error
+	baseDir, moatBin, cleanup, err = testmoat.Setup("corpus", "MOAT_CORPUS_DIR", "MOAT_CORPUS_KEEP")
+	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "corpus tests:", err)
-		return 1
-	}
-	if os.Getenv("MOAT_CORPUS_KEEP") != "" {
-		fmt.Fprintln(os.Stderr, "corpus tests: keeping", baseDir)
-	} else {
-		defer removeAll(baseDir)
-	}
-	moatBin = os.Getenv("MOAT_BIN")
-	if moatBin == "" {
-		moatBin = filepath.Join(baseDir, "moat")
-		if err := testmoat.Build(moatBin); err != nil {
-			fmt.Fprintln(os.Stderr, "corpus tests: build moat (set MOAT_BIN to use a built binary):", err)
-			return 1
-		}
-	} else if moatBin, err = filepath.Abs(moatBin); err != nil {
-		fmt.Fprintln(os.Stderr, "corpus tests:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
-}
-
-// removeAll removes dir even where a tool left read-only directories (the Go
-// module cache without -modcacherw).
-func removeAll(dir string) {
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o755)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
 }
 
 // box is one test's host directories: the workspace moat runs in, the fake home

@@ -204,7 +204,7 @@ func testDirectTempAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(b.ws, "tmpdir")
-	if !waitFor(20*time.Second, func() bool { return strings.HasSuffix(testmoat.ReadFile(t, file), "\n") }) {
+	if !testmoat.WaitFor(20*time.Second, func() bool { return strings.HasSuffix(testmoat.ReadFile(t, file), "\n") }) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal("control: the command never wrote its $TMPDIR")
@@ -216,7 +216,7 @@ func testDirectTempAfterKill(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	// Removal follows the sandbox's end, asynchronously: poll (a hang guard, not a verdict).
-	if !waitFor(10*time.Second, func() bool { return !testmoat.Exists(dir) }) {
+	if !testmoat.WaitFor(10*time.Second, func() bool { return !testmoat.Exists(dir) }) {
 		t.Errorf("the private temp dir %s outlived a SIGKILLed moat", dir)
 	}
 }
@@ -306,7 +306,7 @@ func testDirectNetwork(t *testing.T) {
 		flags:  []string{"--events", events},
 		argv:   []string{"python3", "-c", proxyClient, allowedAddr, otherAddr, tok},
 	})
-	res := lines(r.stdout)
+	res := testmoat.KeyValues(r.stdout)
 	// The allowed listener took the proxy's connection for the request (and the
 	// direct one below: a loopback port listed by literal is reachable directly too).
 	if got := res["proxy_allowed"]; !strings.HasPrefix(got, "HTTP/1.1 200") ||
@@ -393,10 +393,10 @@ print("unix", "OK" if c.recv(16) == b"x" else "BAD")
 		env:    []string{"SSH_AUTH_SOCK=" + agent},
 		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 -c " + shq(inner) + " > inner",
 	})
-	if got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
+	if got := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
 		t.Errorf("control: a unix socket in the sandbox's temp dir did not work (%q):\n%s", got, r)
 	}
-	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+	res := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	for tgt, l := range ls {
 		want := int64(1) // the control's connection
 		if tgt == "unix:"+allowed {
@@ -416,7 +416,7 @@ func testDirectKernel(t *testing.T) {
 	b := newBox(t)
 	probe := b.tool("kernel_probe.py")
 	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
-	got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+	got := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	if len(got) == 0 {
 		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
 	}
@@ -434,7 +434,7 @@ func testDirectKernel(t *testing.T) {
 func testDirectPrivileges(t *testing.T) {
 	b := newBox(t)
 	r := b.run(opts{script: "cat /proc/self/status > status; id -u > uid"})
-	status := lines(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
+	status := testmoat.KeyValues(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
 	if len(status) == 0 {
 		t.Fatalf("control: no /proc/self/status came out of the sandbox:\n%s", r)
 	}

@@ -49,34 +49,12 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := testmoat.PickRoot("MOAT_ESCAPE_DIR")
+	var cleanup func()
+	var err error
+	baseDir, moatBin, cleanup, err = testmoat.Setup("escape", "MOAT_ESCAPE_DIR", "MOAT_ESCAPE_KEEP")
+	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "escape tests:", err)
-		return 1
-	}
-	baseDir, err = os.MkdirTemp(root, "moat-escape-")
-	if err == nil {
-		err = os.Chmod(baseDir, 0o755)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "escape tests: make base dir:", err)
-		return 1
-	}
-	if os.Getenv("MOAT_ESCAPE_KEEP") != "" {
-		fmt.Fprintln(os.Stderr, "escape tests: keeping", baseDir)
-	} else {
-		defer os.RemoveAll(baseDir)
-	}
-
-	moatBin = os.Getenv("MOAT_BIN")
-	if moatBin == "" {
-		moatBin = filepath.Join(baseDir, "moat")
-		if err := testmoat.Build(moatBin); err != nil {
-			fmt.Fprintln(os.Stderr, "escape tests: build moat (set MOAT_BIN to use a built binary):", err)
-			return 1
-		}
-	} else if moatBin, err = filepath.Abs(moatBin); err != nil {
-		fmt.Fprintln(os.Stderr, "escape tests:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -150,18 +128,7 @@ func (b *box) env(extra ...string) []string {
 // command returns the exec.Cmd of "moat run" for o, not started.
 func (b *box) command(ctx context.Context, o opts) *exec.Cmd {
 	b.t.Helper()
-	args := []string{"run"}
-	if o.config != "" {
-		f, err := os.CreateTemp(b.root, "settings-*.json")
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if _, err := f.WriteString(o.config); err != nil {
-			b.t.Fatal(err)
-		}
-		f.Close()
-		args = append(args, "--config", f.Name())
-	}
+	args := append([]string{"run"}, testmoat.SettingsFlags(b.t, b.root, o.config)...)
 	args = append(args, o.flags...)
 	args = append(args, "--")
 	if o.argv != nil {
@@ -271,30 +238,6 @@ func filesContaining(t *testing.T, dir, tok string, skip ...string) []string {
 
 // shq quotes s for sh.
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// waitFor polls cond until it holds or the deadline passes: synchronisation with the
-// sandbox, never a verdict on timing.
-func waitFor(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cond()
-}
-
-// lines parses "key value" lines into a map.
-func lines(s string) map[string]string {
-	m := map[string]string{}
-	for _, l := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 func isRoot() bool { return os.Getuid() == 0 }
 

@@ -32,7 +32,7 @@ func testKernelSurface(t *testing.T) {
 	probe := b.tool("kernel_probe.py")
 
 	// Control: outside, the harmless probes get the kernel's own answers.
-	ctl := lines(b.host(b.ws, nil, "python3", probe, "--control").stdout)
+	ctl := testmoat.KeyValues(b.host(b.ws, nil, "python3", probe, "--control").stdout)
 	for _, k := range []string{"io_uring_setup", "clone3"} {
 		if ctl[k] == "" || ctl[k] == "ENOSYS" {
 			t.Errorf("control: %s outside the sandbox gave %q; the probe or this kernel can't show the filter's ENOSYS", k, ctl[k])
@@ -41,7 +41,7 @@ func testKernelSurface(t *testing.T) {
 	t.Logf("outside: %v", ctl)
 
 	r := b.run(opts{script: "python3 " + shq(probe) + " > probe"})
-	got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+	got := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	if len(got) == 0 {
 		t.Fatalf("control: the probe printed nothing inside:\n%s", r)
 	}

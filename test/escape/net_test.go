@@ -100,12 +100,12 @@ func testHostSockets(t *testing.T) {
 		probe := b.tool("connect.py")
 		ctl := b.host(b.ws, nil, "python3", append([]string{probe}, names...)...)
 		for tgt, l := range targets {
-			if lines(ctl.stdout)[tgt] != "OK" || !waitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
+			if testmoat.KeyValues(ctl.stdout)[tgt] != "OK" || !testmoat.WaitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
 				t.Fatalf("control: the host could not connect to %s:\n%s", tgt, ctl)
 			}
 		}
 		r := b.run(opts{script: "python3 " + shq(probe) + " " + strings.Join(names, " ") + " > probe"})
-		res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+		res := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 		if len(res) != len(names) {
 			t.Fatalf("control: the probe did not run inside:\n%s", r)
 		}
@@ -149,7 +149,7 @@ func namedSockets(t *testing.T, b *box, extra ...string) (ls map[string]*listene
 	// Control: from the host, the same program reaches every listener.
 	ctl := b.host(b.ws, nil, "python3", append([]string{probe}, targets...)...)
 	for tgt, l := range ls {
-		if lines(ctl.stdout)[tgt] != "OK" || !waitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
+		if testmoat.KeyValues(ctl.stdout)[tgt] != "OK" || !testmoat.WaitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
 			t.Fatalf("control: the host could not connect to %s:\n%s", tgt, ctl)
 		}
 	}
@@ -164,10 +164,10 @@ func testNamedSockets(t *testing.T) {
 		env:    []string{"SSH_AUTH_SOCK=" + agent},
 		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 " + shq(servers) + " > inner",
 	})
-	if got := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
+	if got := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))["unix"]; got != "OK" {
 		t.Errorf("control: a unix socket inside the sandbox's /tmp did not work (%q):\n%s", got, r)
 	}
-	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+	res := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 	for tgt, l := range ls {
 		if n := l.before(t); n != 1 {
 			t.Errorf("host listener %s accepted %d connection(s) from the sandbox (inside: %q)", tgt, n-1, res[tgt])
@@ -195,7 +195,7 @@ func testPrivilegesAndNetwork(t *testing.T) {
 		r := b.run(opts{script: `cat /proc/self/status > status; cat /proc/self/mountinfo > mountinfo; id -u > uid
 [ -e suid-id ] && stat -c %a suid-id > suid-mode
 exit 0`})
-		status := lines(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
+		status := testmoat.KeyValues(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "status")), "\t", " "))
 		if len(status) == 0 {
 			t.Fatalf("control: no /proc/self/status came out of the sandbox:\n%s", r)
 		}
@@ -258,18 +258,18 @@ exit 0`})
 		// Control: from the host the probe reaches the host's loopback listeners.
 		ctl := b.host(b.ws, nil, "python3", append([]string{probe}, names...)...)
 		for tgt, l := range targets {
-			if lines(ctl.stdout)[tgt] != "OK" || !waitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
+			if testmoat.KeyValues(ctl.stdout)[tgt] != "OK" || !testmoat.WaitFor(runTimeout, func() bool { return l.accepted.Load() == 1 }) {
 				t.Fatalf("control: the host could not connect to %s:\n%s", tgt, ctl)
 			}
 		}
 
 		r := b.run(opts{script: "python3 " + shq(probe) + " tcp:198.18.0.1:80 " + strings.Join(names, " ") + " > probe; " +
 			"python3 " + shq(servers) + " " + strconv.Itoa(port) + " > inner"})
-		inner := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))
+		inner := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "inner")))
 		if inner["tcp"] != "OK" {
 			t.Errorf("control: a TCP server on the sandbox's own 127.0.0.1:%d was not reachable inside (%q):\n%s", port, inner["tcp"], r)
 		}
-		res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
+		res := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "probe")))
 		for tgt, l := range targets {
 			if n := l.before(t); n != 1 {
 				t.Errorf("host listener %s accepted %d connection(s) from the sandbox (inside: %q)", tgt, n-1, res[tgt])

@@ -108,7 +108,7 @@ echo marker`, pid)
 	if !strings.Contains(testmoat.ReadFile(t, filepath.Join(ctlDir, "loot")), victim.tok) {
 		t.Errorf("control: the script did not read the environ of a host process outside the sandbox")
 	}
-	if !waitFor(10*time.Second, func() bool { return !victim.alive() }) {
+	if !testmoat.WaitFor(10*time.Second, func() bool { return !victim.alive() }) {
 		t.Errorf("control: the script did not kill a host process outside the sandbox")
 	}
 
@@ -163,7 +163,7 @@ i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 	}
 	// Control: the daemons run, and the host sees them, while moat runs.
 	beat := filepath.Join(b.ws, "beat")
-	seen := waitFor(20*time.Second, func() bool {
+	seen := testmoat.WaitFor(20*time.Second, func() bool {
 		return len(procsWith(mark)) >= 2 && len(testmoat.ReadFile(t, beat)) > 0 && len(testmoat.ReadFile(t, beat+"2")) > 0
 	})
 	writeFile(t, filepath.Join(b.ws, "go"), "", 0o644)
@@ -190,7 +190,7 @@ while :; do sleep 1; done
 		t.Fatal(err)
 	}
 	beat3 := filepath.Join(b.ws, "beat3")
-	if !waitFor(20*time.Second, func() bool { return len(procsWith(mark2)) >= 1 && len(testmoat.ReadFile(t, beat3)) > 0 }) {
+	if !testmoat.WaitFor(20*time.Second, func() bool { return len(procsWith(mark2)) >= 1 && len(testmoat.ReadFile(t, beat3)) > 0 }) {
 		cmd2.Process.Kill()
 		cmd2.Wait()
 		t.Fatalf("control: the daemon of the second run never showed up on the host")
@@ -199,7 +199,7 @@ while :; do sleep 1; done
 	cmd2.Wait()
 	// The kernel tears the pid namespace down asynchronously: poll (a hang guard, not
 	// a timing verdict) before looking for survivors.
-	waitFor(10*time.Second, func() bool { return len(procsWith(mark2)) == 0 })
+	testmoat.WaitFor(10*time.Second, func() bool { return len(procsWith(mark2)) == 0 })
 	size3 := len(testmoat.ReadFile(t, beat3))
 	time.Sleep(1500 * time.Millisecond)
 	if got := procsWith(mark2); len(got) > 0 {
@@ -267,7 +267,7 @@ func testExitStatus(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if !waitFor(20*time.Second, func() bool { return testmoat.Exists(filepath.Join(b.ws, "ready")) }) {
+		if !testmoat.WaitFor(20*time.Second, func() bool { return testmoat.Exists(filepath.Join(b.ws, "ready")) }) {
 			cmd.Process.Kill()
 			cmd.Wait()
 			t.Fatalf("the trap script never started:\n%s", out.String())

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"github.com/moat-sandbox/moat/internal/testmoat"
 	"os"
 	"os/exec"
@@ -28,43 +27,12 @@ type pty struct {
 	out bytes.Buffer // everything written to the terminal
 }
 
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
-}
-
 func openPTY(t *testing.T) *pty {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals on this host: %v", err)
-	}
-	var n int
-	err = control(m, func(fd int) error {
-		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-			return err
-		}
-		n, err = unix.IoctlGetInt(fd, unix.TIOCGPTN)
-		return err
-	})
-	if err != nil {
-		m.Close()
-		t.Fatal(err)
-	}
-	p := &pty{master: m, name: fmt.Sprintf("/dev/pts/%d", n)}
-	if p.slave, err = os.OpenFile(p.name, os.O_RDWR|unix.O_NOCTTY, 0); err != nil {
-		m.Close()
-		t.Fatal(err)
-	}
+	m, slave, name := testmoat.OpenPTY(t)
+	p := &pty{master: m, slave: slave, name: name}
 	// Raw mode: no echo, no line editing, so every pushed byte counts as input.
-	err = control(p.slave, func(fd int) error {
+	err := testmoat.Control(p.slave, func(fd int) error {
 		tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 		if err != nil {
 			return err
@@ -105,7 +73,7 @@ func (p *pty) output() string {
 // shell would read next. It reads through a fresh descriptor with a deadline.
 func (p *pty) pending(t *testing.T) (queued int, data string) {
 	t.Helper()
-	if err := control(p.slave, func(fd int) (err error) {
+	if err := testmoat.Control(p.slave, func(fd int) (err error) {
 		queued, err = unix.IoctlGetInt(fd, unix.TIOCINQ)
 		return err
 	}); err != nil {
@@ -177,13 +145,13 @@ func testTerminalInjection(t *testing.T) {
 		t.Fatalf("moat did not end: %v\n%s", err, stderr.String())
 	}
 	// Control: the sandboxed program can still write to the terminal.
-	if !waitFor(10*time.Second, func() bool { return strings.Contains(p.output(), marker) }) {
+	if !testmoat.WaitFor(10*time.Second, func() bool { return strings.Contains(p.output(), marker) }) {
 		t.Errorf("control: the sandboxed program's output never reached the terminal (got %q; %v)\n%s", p.output(), err, stderr.String())
 	}
 	if n, data := p.pending(t); n != 0 || data != "" {
 		t.Errorf("the sandbox pushed input into the user's terminal: %d bytes queued, read %q", n, data)
 	}
-	res := lines(testmoat.ReadFile(t, filepath.Join(b.ws, "result")))
+	res := testmoat.KeyValues(testmoat.ReadFile(t, filepath.Join(b.ws, "result")))
 	for _, ioctl := range []string{"TIOCSTI", "TIOCLINUX"} {
 		if res[ioctl] != "EPERM" {
 			t.Errorf("%s inside the sandbox: %q, want EPERM (seccomp)", ioctl, res[ioctl])

@@ -31,25 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := testmoat.PickRoot("MOAT_INTERACTIVE_DIR")
-	if err == nil {
-		baseDir, err = os.MkdirTemp(root, "moat-interactive-")
-	}
+	var cleanup func()
+	var err error
+	baseDir, moatBin, cleanup, err = testmoat.Setup("interactive", "MOAT_INTERACTIVE_DIR", "MOAT_INTERACTIVE_KEEP")
+	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "interactive tests:", err)
-		return 1
-	}
-	defer os.RemoveAll(baseDir)
-
-	moatBin = os.Getenv("MOAT_BIN")
-	if moatBin == "" {
-		moatBin = filepath.Join(baseDir, "moat")
-		if err := testmoat.Build(moatBin); err != nil {
-			fmt.Fprintln(os.Stderr, "interactive tests: build moat (set MOAT_BIN to use a built binary):", err)
-			return 1
-		}
-	} else if moatBin, err = filepath.Abs(moatBin); err != nil {
-		fmt.Fprintln(os.Stderr, "interactive tests:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

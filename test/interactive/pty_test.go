@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // deadline bounds every wait; it is a hang guard, never a verdict.
@@ -36,27 +38,7 @@ type term struct {
 
 func newTerm(t *testing.T) *term {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals on this host: %v", err)
-	}
-	var n int
-	err = control(m, func(fd int) error {
-		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-			return err
-		}
-		n, err = unix.IoctlGetInt(fd, unix.TIOCGPTN)
-		return err
-	})
-	if err != nil {
-		m.Close()
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		m.Close()
-		t.Fatal(err)
-	}
+	m, s, _ := testmoat.OpenPTY(t)
 	tm := &term{t: t, master: m, slave: s, eof: make(chan struct{})}
 	tm.resize(24, 80)
 	go func() {
@@ -74,18 +56,6 @@ func newTerm(t *testing.T) *term {
 	}()
 	t.Cleanup(func() { s.Close(); m.Close(); <-tm.eof })
 	return tm
-}
-
-func control(f *os.File, fn func(fd int) error) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
-		return err
-	}
-	return ferr
 }
 
 // start runs argv on the terminal as a session leader whose controlling terminal it
@@ -191,7 +161,7 @@ func (tm *term) expect(re string) []string {
 func (tm *term) termios() unix.Termios {
 	tm.t.Helper()
 	var tio *unix.Termios
-	if err := control(tm.slave, func(fd int) (err error) {
+	if err := testmoat.Control(tm.slave, func(fd int) (err error) {
 		tio, err = unix.IoctlGetTermios(fd, unix.TCGETS)
 		return err
 	}); err != nil {
@@ -204,7 +174,7 @@ func (tm *term) termios() unix.Termios {
 // window is resized: the kernel then sends SIGWINCH to the foreground group.
 func (tm *term) resize(rows, cols uint16) {
 	tm.t.Helper()
-	if err := control(tm.master, func(fd int) error {
+	if err := testmoat.Control(tm.master, func(fd int) error {
 		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
 	}); err != nil {
 		tm.t.Fatal(err)

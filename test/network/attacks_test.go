@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // vars expands a script template: {T} the run's token ({TU} upper case), {HP}
@@ -93,7 +95,7 @@ func TestDirect(t *testing.T) {
 	ta := token("a")
 	r := b.onTestHost(h, probe(ta))
 	settleAll()
-	res := lines(r.stdout)
+	res := testmoat.KeyValues(r.stdout)
 	for _, tg := range targets(ta) {
 		if res[tg.spec] == "" {
 			t.Errorf("the probe did not try %s inside:\n%s", tg.spec, r)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/linux/nsinit"
 )
 
 // This test binary runs in other roles too (MOAT_NETTEST_ROLE):
@@ -180,21 +182,8 @@ func wrapRole(args []string) error {
 // 127.0.0.1:53 there and sends them to the test, then waits for its go-ahead.
 func handOverDNS(sock *os.File) error {
 	defer sock.Close()
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return os.NewSyscallError("socket", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
+	if err := nsinit.LoopbackUp(); err != nil {
 		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return os.NewSyscallError("SIOCGIFFLAGS lo", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return os.NewSyscallError("SIOCSIFFLAGS lo", err)
 	}
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:53")
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // hostAddrs are the host's own non-loopback addresses a socket can reach without
@@ -150,7 +152,7 @@ func TestHostLoopback(t *testing.T) {
 	}
 	t.Run("direct", func(t *testing.T) {
 		r := b.run(opts{config: conf, script: "python3 " + shq(client) + " probe " + strings.Join(direct, " ")})
-		res := lines(r.stdout)
+		res := testmoat.KeyValues(r.stdout)
 		for _, d := range direct {
 			if res[d] == "" {
 				t.Errorf("the probe did not try %s inside:\n%s", d, r)
@@ -238,5 +240,5 @@ func TestUnixSockets(t *testing.T) {
 	if n := len(la.all()) + len(lp.all()); n != 2 {
 		t.Errorf("the host's sockets logged %d connections, want the host's 2", n)
 	}
-	t.Logf("inside: %v", lines(r.stdout))
+	t.Logf("inside: %v", testmoat.KeyValues(r.stdout))
 }

@@ -54,48 +54,24 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	root, err := testmoat.PickRoot("MOAT_NETTEST_DIR")
+	var cleanup func()
+	var err error
+	baseDir, moatBin, cleanup, err = testmoat.Setup("network", "MOAT_NETTEST_DIR", "MOAT_NETTEST_KEEP")
+	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "network tests:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	baseDir, err = os.MkdirTemp(root, "moat-nettest-")
-	if err == nil {
-		err = os.Chmod(baseDir, 0o755)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "network tests: make base dir:", err)
-		return 1
-	}
-	if os.Getenv("MOAT_NETTEST_KEEP") != "" {
-		fmt.Fprintln(os.Stderr, "network tests: keeping", baseDir)
-	} else {
-		defer os.RemoveAll(baseDir)
-	}
+	// moat connect runs inside the sandbox: a copy in a directory it sees.
 	tools := filepath.Join(baseDir, "tools")
 	if err := os.Mkdir(tools, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "network tests:", err)
 		return 1
 	}
-
-	moatBin = os.Getenv("MOAT_BIN")
-	if moatBin == "" {
-		moatBin = filepath.Join(tools, "moat")
-		if err := testmoat.Build(moatBin); err != nil {
-			fmt.Fprintln(os.Stderr, "network tests: build moat (set MOAT_BIN to use a built binary):", err)
-			return 1
-		}
-		toolMoat = moatBin
-	} else {
-		if moatBin, err = filepath.Abs(moatBin); err != nil {
-			fmt.Fprintln(os.Stderr, "network tests:", err)
-			return 1
-		}
-		toolMoat = filepath.Join(tools, "moat")
-		if err := copyFile(moatBin, toolMoat); err != nil {
-			fmt.Fprintln(os.Stderr, "network tests: copy moat:", err)
-			return 1
-		}
+	toolMoat = filepath.Join(tools, "moat")
+	if err := copyFile(moatBin, toolMoat); err != nil {
+		fmt.Fprintln(os.Stderr, "network tests: copy moat:", err)
+		return 1
 	}
 	// The test binary may sit in a directory the sandbox replaces (/tmp): copy it.
 	self, err := os.Executable()

@@ -8,15 +8,15 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 //go:embed testdata
@@ -153,18 +153,7 @@ func (r result) denials() []event {
 // run runs "moat run" with o and returns its output, exit status and events.
 func (b *box) run(o opts) result {
 	b.t.Helper()
-	args := []string{"run"}
-	if o.config != "" {
-		f, err := os.CreateTemp(b.root, "settings-*.json")
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if _, err := f.WriteString(o.config); err != nil {
-			b.t.Fatal(err)
-		}
-		f.Close()
-		args = append(args, "--config", f.Name())
-	}
+	args := append([]string{"run"}, testmoat.SettingsFlags(b.t, b.root, o.config)...)
 	evf, err := os.CreateTemp(b.root, "events-*.jsonl")
 	if err != nil {
 		b.t.Fatal(err)
@@ -203,7 +192,7 @@ func (b *box) run(o opts) result {
 		}
 	}
 	err = cmd.Wait()
-	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	r := result{stdout: out.String(), stderr: errb.String(), code: testmoat.ExitStatus(cmd, err)}
 	if ctx.Err() != nil {
 		b.t.Fatalf("moat run did not end within %v:\n%s", runTimeout, r)
 	}
@@ -227,20 +216,6 @@ func (b *box) run(o opts) result {
 	return r
 }
 
-func exitStatus(cmd *exec.Cmd, err error) int {
-	if cmd.ProcessState == nil {
-		return -1
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return -1
-	}
-	return cmd.ProcessState.ExitCode()
-}
-
 // host runs a command on the host, outside the sandbox (a control), in the box's
 // workspace with its base environment.
 func (b *box) host(name string, args ...string) result {
@@ -253,7 +228,7 @@ func (b *box) host(name string, args ...string) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String(), code: exitStatus(cmd, err)}
+	r := result{stdout: out.String(), stderr: errb.String(), code: testmoat.ExitStatus(cmd, err)}
 	if ctx.Err() != nil || r.code == -1 {
 		b.t.Fatalf("host %s %q: %v\n%s", name, args, err, r)
 	}
@@ -272,30 +247,6 @@ func token(kind string) string {
 
 // shq quotes s for sh.
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// lines parses "key value" lines into a map.
-func lines(s string) map[string]string {
-	m := map[string]string{}
-	for _, l := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// waitFor polls cond until it holds or d passes: synchronisation, never a verdict
-// on timing.
-func waitFor(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return cond()
-}
 
 // settings returns moat settings JSON allowing and denying the given patterns,
 // with the workspace (the current directory) writable.

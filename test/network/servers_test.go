@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // The servers here log what reaches them: the tests' evidence. Every server has a
@@ -102,7 +104,7 @@ func (l *evlog) containing(s string) []hit {
 // waitIdle waits until every connection accepted so far is done with.
 func (l *evlog) waitIdle(t *testing.T, what string) {
 	t.Helper()
-	if !waitFor(runTimeout, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.open == 0 }) {
+	if !testmoat.WaitFor(runTimeout, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.open == 0 }) {
 		t.Fatalf("%s: connections still open after %v", what, runTimeout)
 	}
 }

@@ -1,7 +1,6 @@
 package connbroker_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
 	"github.com/moat-sandbox/moat/internal/linux/seccomp"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // The tests re-execute the test binary as the sandboxed process ("helper"). It installs
@@ -293,81 +293,12 @@ var probes = map[string]func() string{
 	"connect race": raceProbe,
 }
 
-// listener counts what one test listener accepted or received.
-type listener struct {
-	mu    sync.Mutex
-	count int
-	got   []string
-	addr  string
-}
-
-func (l *listener) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.count++
-	if len(l.got) < 50 {
-		l.got = append(l.got, line)
-	}
-}
-
-func (l *listener) snapshot() (int, []string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.count, append([]string(nil), l.got...)
-}
-
-func serve(t *testing.T, network, addr string) *listener {
-	t.Helper()
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatalf("listen %s %s: %v", network, addr, err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	l := &listener{addr: ln.Addr().String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetReadDeadline(time.Now().Add(2 * time.Second))
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				l.add(strings.TrimSpace(line))
-			}()
-		}
-	}()
-	return l
-}
-
-func serveUDP(t *testing.T, network, addr string) *listener {
-	t.Helper()
-	pc, err := net.ListenPacket(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	l := &listener{addr: pc.LocalAddr().String()}
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			l.add(strings.TrimSpace(string(buf[:n])))
-		}
-	}()
-	return l
-}
-
 // world is the test's listeners, standing for the proxy and for everything else.
 type world struct {
-	allowed, forbidden, forbidden6, udp, unixHost, unixAllowed, unixDgram *listener
+	allowed, forbidden, forbidden6, udp, unixHost, unixAllowed, unixDgram *testmoat.Listener
 	env                                                                   []string
 	dir                                                                   string
-	abstract                                                              *listener
+	abstract                                                              *testmoat.Listener
 }
 
 func newWorld(t *testing.T) *world {
@@ -380,32 +311,32 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	w := &world{dir: dir}
-	w.allowed = serve(t, "tcp4", "127.0.0.1:0")
-	w.forbidden = serve(t, "tcp4", "127.0.0.1:0")
-	w.forbidden6 = &listener{}
+	w.allowed = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
+	w.forbidden = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
+	w.forbidden6 = &testmoat.Listener{}
 	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		ln.Close()
-		w.forbidden6 = serve(t, "tcp6", "[::1]:0")
+		w.forbidden6 = testmoat.Serve(t, "tcp6", "[::1]:0")
 	}
-	w.udp = serveUDP(t, "udp4", "127.0.0.1:0")
-	w.unixHost = serve(t, "unix", filepath.Join(dir, "host.sock"))
+	w.udp = testmoat.ServeUDP(t, "udp4", "127.0.0.1:0")
+	w.unixHost = testmoat.Serve(t, "unix", filepath.Join(dir, "host.sock"))
 	os.Mkdir(filepath.Join(dir, "links"), 0o755)
 	os.Symlink(filepath.Join(dir, "host.sock"), filepath.Join(dir, "links", "host-link.sock"))
-	w.unixAllowed = serve(t, "unix", filepath.Join(dir, "allowed.sock"))
+	w.unixAllowed = testmoat.Serve(t, "unix", filepath.Join(dir, "allowed.sock"))
 	os.Symlink(filepath.Join(dir, "allowed.sock"), filepath.Join(dir, "links", "allowed-link.sock"))
-	w.unixDgram = serveUDP(t, "unixgram", filepath.Join(dir, "dgram.sock"))
+	w.unixDgram = testmoat.ServeUDP(t, "unixgram", filepath.Join(dir, "dgram.sock"))
 	own := filepath.Join(dir, "own")
 	os.Mkdir(own, 0o777)
 	os.Chmod(own, 0o777)
 	abstract := fmt.Sprintf("moat-connbroker-test-%d-%d", os.Getpid(), worlds.Add(1))
-	w.abstract = serve(t, "unix", "@"+abstract)
+	w.abstract = testmoat.Serve(t, "unix", "@"+abstract)
 	os.Chmod(dir, 0o777) // the helper binds in own/, and the sockets must be connectable
 	for _, f := range []string{"host.sock", "allowed.sock", "dgram.sock"} {
 		os.Chmod(filepath.Join(dir, f), 0o777)
 	}
 	w.env = []string{
-		"ALLOWED=" + w.allowed.addr, "FORBIDDEN=" + w.forbidden.addr, "FORBIDDEN6=" + w.forbidden6.addr,
-		"UDP=" + w.udp.addr, "UNIX_HOST=" + filepath.Join(dir, "host.sock"), "UNIX_HOST_LINK=" + filepath.Join(dir, "links", "host-link.sock"),
+		"ALLOWED=" + w.allowed.Addr(), "FORBIDDEN=" + w.forbidden.Addr(), "FORBIDDEN6=" + w.forbidden6.Addr(),
+		"UDP=" + w.udp.Addr(), "UNIX_HOST=" + filepath.Join(dir, "host.sock"), "UNIX_HOST_LINK=" + filepath.Join(dir, "links", "host-link.sock"),
 		"UNIX_ALLOWED=" + filepath.Join(dir, "allowed.sock"), "UNIX_ALLOWED_LINK=" + filepath.Join(dir, "links", "allowed-link.sock"),
 		"UNIX_DGRAM=" + filepath.Join(dir, "dgram.sock"), "OWN_DIR=" + own, "ABSTRACT=" + abstract,
 	}
@@ -414,7 +345,7 @@ func newWorld(t *testing.T) *world {
 
 func (w *world) policy(t *testing.T, localBinding bool) connbroker.Policy {
 	return connbroker.Policy{
-		TCP:          []netip.AddrPort{netip.MustParseAddrPort(w.allowed.addr)},
+		TCP:          []netip.AddrPort{netip.MustParseAddrPort(w.allowed.Addr())},
 		Unix:         []string{filepath.Join(w.dir, "allowed.sock")},
 		LocalBinding: localBinding,
 	}
@@ -537,8 +468,8 @@ func probeNames() []string {
 // leaks lists what the listeners that stand for "everything but the proxy" got.
 func (w *world) leaks() map[string][]string {
 	out := map[string][]string{}
-	for name, l := range map[string]*listener{"tcp": w.forbidden, "tcp6": w.forbidden6, "udp": w.udp, "unix host": w.unixHost, "unix datagram": w.unixDgram, "abstract": w.abstract} {
-		if n, got := l.snapshot(); n > 0 {
+	for name, l := range map[string]*testmoat.Listener{"tcp": w.forbidden, "tcp6": w.forbidden6, "udp": w.udp, "unix host": w.unixHost, "unix datagram": w.unixDgram, "abstract": w.abstract} {
+		if n, got := l.Snapshot(); n > 0 {
 			out[name] = got
 		}
 	}
@@ -578,13 +509,13 @@ func TestBroker(t *testing.T) {
 	if leaks := w.leaks(); len(leaks) > 0 {
 		t.Errorf("reached past the broker: %v", leaks)
 	}
-	_, greetings := w.allowed.snapshot()
+	_, greetings := w.allowed.Snapshot()
 	for _, want := range []string{"hello allowed", "hello mapped", "hello nonblocking"} {
 		if !contains(greetings, want) {
 			t.Errorf("the proxy stand-in didn't get %q; it got %q", want, greetings)
 		}
 	}
-	_, unixGreetings := w.unixAllowed.snapshot()
+	_, unixGreetings := w.unixAllowed.Snapshot()
 	for _, want := range []string{"hello unix", "hello unix relative", "hello unix link"} {
 		if !contains(unixGreetings, want) {
 			t.Errorf("the allowed unix socket didn't get %q; it got %q", want, unixGreetings)
@@ -592,7 +523,7 @@ func TestBroker(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, want := range []string{"blocked connect to " + w.forbidden.addr, "blocked listen to 0.0.0.0:", "blocked connect to @moat-connbroker-test-"} {
+	for _, want := range []string{"blocked connect to " + w.forbidden.Addr(), "blocked listen to 0.0.0.0:", "blocked connect to @moat-connbroker-test-"} {
 		if !containsPrefix(events, want) {
 			t.Errorf("no event %q...; events: %q", want, events)
 		}
@@ -663,8 +594,8 @@ func TestRace(t *testing.T) {
 	defer b.Close()
 	got := runHelper(t, w, "filtered", []string{"connect race"}, brokerHandler(t, b))
 	time.Sleep(100 * time.Millisecond)
-	n, _ := w.forbidden.snapshot()
-	ok, _ := w.allowed.snapshot()
+	n, _ := w.forbidden.Snapshot()
+	ok, _ := w.allowed.Snapshot()
 	t.Logf("broker: %s; forbidden listener accepted %d, allowed %d", got["connect race"], n, ok)
 	if n > 0 {
 		t.Errorf("the forbidden listener accepted %d connections during the race", n)
@@ -675,7 +606,7 @@ func TestRace(t *testing.T) {
 
 	// The naive supervisor, for contrast: check, then SECCOMP_USER_NOTIF_FLAG_CONTINUE.
 	w2 := newWorld(t)
-	allowed := netip.MustParseAddrPort(w2.allowed.addr)
+	allowed := netip.MustParseAddrPort(w2.allowed.Addr())
 	naive := func(n *connbroker.Notif) {
 		if n.Nr != unix.SYS_CONNECT {
 			n.Continue()
@@ -697,7 +628,7 @@ func TestRace(t *testing.T) {
 	for range 3 {
 		got := runHelper(t, w2, "filtered", []string{"connect race"}, naive)
 		time.Sleep(100 * time.Millisecond)
-		leaked, _ = w2.forbidden.snapshot()
+		leaked, _ = w2.forbidden.Snapshot()
 		t.Logf("naive supervisor: %s; forbidden listener accepted %d", got["connect race"], leaked)
 		if leaked > 0 {
 			break

@@ -3,7 +3,6 @@ package direct_test
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
 	"github.com/moat-sandbox/moat/internal/linux/direct"
 	"github.com/moat-sandbox/moat/internal/spec"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // The tests run the real direct mode: the test binary is re-executed as its supervisor
@@ -407,72 +407,30 @@ func withMarker(marker string) []string {
 // TestNetwork: only the proxy stand-in is reachable, by TCP; judged by listener logs.
 func TestNetwork(t *testing.T) {
 	f := newFixture(t)
-	proxy, forbidden := listen(t), listen(t)
-	o := f.run(t, connbroker.Policy{TCP: []netip.AddrPort{netip.MustParseAddrPort(proxy.addr)}}, fmt.Sprintf(`
+	proxy, forbidden := testmoat.Serve(t, "tcp4", "127.0.0.1:0"), testmoat.Serve(t, "tcp4", "127.0.0.1:0")
+	o := f.run(t, connbroker.Policy{TCP: []netip.AddrPort{netip.MustParseAddrPort(proxy.Addr())}}, fmt.Sprintf(`
 echo via-proxy > /dev/tcp/%s/%s && echo proxy-ok
 echo leak > /dev/tcp/%s/%s 2>/dev/null && echo leak-ok
 echo leak-udp > /dev/udp/%s/%s 2>/dev/null && echo udp-ok
 curl -s --max-time 2 http://%s/ >/dev/null 2>&1 && echo curl-ok
 exit 0
-`, proxy.host(), proxy.port(), forbidden.host(), forbidden.port(), forbidden.host(), forbidden.port(), forbidden.addr))
+`, proxy.Host(), proxy.Port(), forbidden.Host(), forbidden.Port(), forbidden.Host(), forbidden.Port(), forbidden.Addr()))
 	time.Sleep(100 * time.Millisecond)
-	if !strings.Contains(o.stdout, "proxy-ok") || !contains(proxy.lines(), "via-proxy") {
-		t.Errorf("the proxy stand-in wasn't reached: %q; it got %q; stderr %s", o.stdout, proxy.lines(), o.stderr)
+	if !strings.Contains(o.stdout, "proxy-ok") || !contains(proxy.Lines(), "via-proxy") {
+		t.Errorf("the proxy stand-in wasn't reached: %q; it got %q; stderr %s", o.stdout, proxy.Lines(), o.stderr)
 	}
-	if n := len(forbidden.lines()); n > 0 || strings.Contains(o.stdout, "leak-ok") || strings.Contains(o.stdout, "curl-ok") {
-		t.Errorf("reached the forbidden listener: %q / %q", forbidden.lines(), o.stdout)
+	if n := len(forbidden.Lines()); n > 0 || strings.Contains(o.stdout, "leak-ok") || strings.Contains(o.stdout, "curl-ok") {
+		t.Errorf("reached the forbidden listener: %q / %q", forbidden.Lines(), o.stdout)
 	}
 	blocked := false
 	for _, e := range o.events {
-		if !e.Allowed && e.Addr == forbidden.addr {
+		if !e.Allowed && e.Addr == forbidden.Addr() {
 			blocked = true
 		}
 	}
 	if !blocked {
-		t.Errorf("no blocked-connect event for %s: %v", forbidden.addr, o.events)
+		t.Errorf("no blocked-connect event for %s: %v", forbidden.Addr(), o.events)
 	}
-}
-
-type tcpListener struct {
-	addr string
-	mu   sync.Mutex
-	got  []string
-}
-
-func (l *tcpListener) host() string { h, _, _ := net.SplitHostPort(l.addr); return h }
-func (l *tcpListener) port() string { _, p, _ := net.SplitHostPort(l.addr); return p }
-func (l *tcpListener) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.got...)
-}
-
-func listen(t *testing.T) *tcpListener {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	l := &tcpListener{addr: ln.Addr().String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetReadDeadline(time.Now().Add(2 * time.Second))
-				b := make([]byte, 512)
-				n, _ := c.Read(b)
-				l.mu.Lock()
-				l.got = append(l.got, strings.TrimSpace(string(b[:n])))
-				l.mu.Unlock()
-			}()
-		}
-	}()
-	return l
 }
 
 func contains(list []string, s string) bool {

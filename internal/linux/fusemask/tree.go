@@ -73,7 +73,7 @@ func NewTree(mounts []spec.Mount) *Tree {
 		}
 	}
 	for j := range mounts {
-		i := enclosing(mounts, j)
+		i := spec.Enclosing(mounts, j)
 		top, ok := stepNode[i]
 		if i < 0 || !ok {
 			continue
@@ -88,7 +88,7 @@ func NewTree(mounts []spec.Mount) *Tree {
 				cur = id
 				continue
 			}
-			cur = t.add(cur, part, !last || wantsDir(mounts[j]), n.path+"/"+part, n.mask)
+			cur = t.add(cur, part, !last || mounts[j].WantsDir(), n.path+"/"+part, n.mask)
 		}
 	}
 	for i := range t.nodes {
@@ -127,26 +127,4 @@ func (t *Tree) denial(op string, n *node, name string) Denial {
 		p += "/" + name
 	}
 	return Denial{Op: op, Path: p, Hidden: m.path, Rule: m.rule}
-}
-
-// enclosing returns the index of the last earlier step whose path contains step j's,
-// as nsinit's enclosing does.
-func enclosing(all []spec.Mount, j int) int {
-	for i := j - 1; i >= 0; i-- {
-		if strings.HasPrefix(all[j].Path, strings.TrimSuffix(all[i].Path, "/")+"/") {
-			return i
-		}
-	}
-	return -1
-}
-
-// wantsDir says whether step m's mount point is a directory, as nsinit's wantsDir does.
-func wantsDir(m spec.Mount) bool {
-	switch m.Op {
-	case spec.OpTmpfs, spec.OpMaskDir, spec.OpPlaceholder:
-		return true
-	case spec.OpMaskFile, spec.OpFile:
-		return false
-	}
-	return m.Dir
 }

@@ -128,7 +128,7 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		return fail("capabilities", os.NewSyscallError("prctl(PR_SET_DUMPABLE)", err), "")
 	}
 	// What needs no spec is done while the supervisor plans the sandbox.
-	if err := loopbackUp(); err != nil {
+	if err := LoopbackUp(); err != nil {
 		return fail("network", err, "")
 	}
 	filter, filterErr := seccompProgram()
@@ -269,9 +269,9 @@ func errnoOf(err error) unix.Errno {
 	return unix.ENOENT
 }
 
-// loopbackUp brings up lo in the sandbox's network namespace, so servers the command
-// starts on 127.0.0.1 work; nothing else is there.
-func loopbackUp() error {
+// LoopbackUp brings up lo in the calling thread's network namespace: in init, the
+// sandbox's, so servers the command starts on 127.0.0.1 work; nothing else is there.
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return os.NewSyscallError("socket", err)

@@ -156,7 +156,7 @@ func applyMount(all []spec.Mount, i, source, empty int) error {
 // files that later steps mount on, for the steps whose nearest enclosing step is i.
 func makeMountpoints(tmpfs int, all []spec.Mount, i int) error {
 	for j := i + 1; j < len(all); j++ {
-		if enclosing(all, j) != i {
+		if spec.Enclosing(all, j) != i {
 			continue
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(all[j].Path, all[i].Path), "/")
@@ -167,7 +167,7 @@ func makeMountpoints(tmpfs int, all []spec.Mount, i int) error {
 		}
 		for k, part := range parts {
 			last := k == len(parts)-1
-			if last && !wantsDir(all[j]) {
+			if last && !all[j].WantsDir() {
 				f, err := unix.Openat(dir, part, unix.O_CREAT|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o444)
 				if err != nil {
 					unix.Close(dir)
@@ -190,26 +190,6 @@ func makeMountpoints(tmpfs int, all []spec.Mount, i int) error {
 		unix.Close(dir)
 	}
 	return nil
-}
-
-// enclosing returns the index of the last earlier step whose path contains step j's.
-func enclosing(all []spec.Mount, j int) int {
-	for i := j - 1; i >= 0; i-- {
-		if strings.HasPrefix(all[j].Path, strings.TrimSuffix(all[i].Path, "/")+"/") {
-			return i
-		}
-	}
-	return -1
-}
-
-func wantsDir(m spec.Mount) bool {
-	switch m.Op {
-	case spec.OpTmpfs, spec.OpMaskDir, spec.OpPlaceholder:
-		return true
-	case spec.OpMaskFile, spec.OpFile:
-		return false
-	}
-	return m.Dir
 }
 
 // openInRoot opens path of the new root as an O_PATH descriptor without following
