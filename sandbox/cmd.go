@@ -131,6 +131,9 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, dirs: newDirCache()}
+	if c.FileEvents != nil && c.Events != nil {
+		o.bait = baitSockets(c.Policy, os.Environ()) // only the FUSE masks report them
+	}
 	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy, o.dirs); err != nil {
 		ph.release(nil)
 		return err

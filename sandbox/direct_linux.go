@@ -206,7 +206,7 @@ func directMounts(ms []spec.Mount) []spec.Mount {
 func (c *Cmd) directUnixSockets(ms []spec.Mount, env []string) []string {
 	cands := c.Policy.Network.AllowUnixSockets
 	if c.Policy.Network.AllowAllUnixSockets {
-		cands = append(append(append([]string(nil), cands...), envSockets(env)...), boundSockets("/proc/net/unix")...)
+		cands = append(append(append([]string(nil), cands...), envSocketPaths(env)...), boundSockets("/proc/net/unix")...)
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -279,6 +279,9 @@ func brokerEvent(e connbroker.Event, proxyAddr netip.AddrPort) (Event, bool) {
 	switch {
 	case !e.Allowed:
 		ev.Action, ev.Reason, ev.Hint = "deny", reasonRefused, hintNotProxied
+		if strings.HasPrefix(e.Addr, "/") {
+			ev.Hint = socketHint(e.Addr) // a pathname unix socket
+		}
 		if e.Call == "listen" {
 			ev.Hint = ""
 			if strings.Contains(e.Reason, "local binding") {

@@ -116,7 +116,7 @@ func TestBrokerEvent(t *testing.T) {
 		{"refused connect", connbroker.Event{Call: "connect", Addr: "198.18.0.1:80", Errno: syscall.EACCES, Reason: "not the proxy"}, true,
 			Event{Kind: "net", Action: "deny", Proto: "socket", Host: "198.18.0.1", Port: 80, Addr: "198.18.0.1:80", Reason: reasonRefused, Rule: "not the proxy", Hint: hintNotProxied}},
 		{"refused unix socket", connbroker.Event{Call: "connect", Addr: "/run/docker.sock", Errno: syscall.EACCES, Reason: "a host socket, not in the allowed list"}, true,
-			Event{Kind: "net", Action: "deny", Proto: "socket", Host: "/run/docker.sock", Addr: "/run/docker.sock", Reason: reasonRefused, Rule: "a host socket, not in the allowed list", Hint: hintNotProxied}},
+			Event{Kind: "net", Action: "deny", Proto: "socket", Host: "/run/docker.sock", Addr: "/run/docker.sock", Reason: reasonRefused, Rule: "a host socket, not in the allowed list", Hint: socketHint("/run/docker.sock")}},
 		{"refused listen", connbroker.Event{Call: "listen", Addr: "127.0.0.1:8080", Errno: syscall.EACCES, Reason: "the policy doesn't allow local binding"}, true,
 			Event{Kind: "net", Action: "deny", Proto: "listen", Host: "127.0.0.1", Port: 8080, Addr: "127.0.0.1:8080", Reason: reasonRefused, Rule: "the policy doesn't allow local binding", Hint: hintListen}},
 		{"allowed unix socket", connbroker.Event{Call: "connect", Addr: "/home/u/s.sock", Allowed: true, Reason: "an allowed socket"}, true,

@@ -38,6 +38,10 @@ func (c *Cmd) serveFUSE(p *launch.Process, s *spec.Spec) (*fuseServer, error) {
 	t := fusemask.NewTree(s.Mounts)
 	report := c.FileEvents
 	conn := fusemask.Serve(dev, t, uint32(os.Getuid()), uint32(os.Getgid()), func(d fusemask.Denial) {
+		if d.Op == fusemask.OpConnect && c.Events != nil {
+			c.Events(socketEvent(d))
+			return
+		}
 		report(c.fileEvent(d))
 	})
 	c.debugf("filesystem denial events: moat's FUSE masks cover the %d hidden paths and report each read of them", t.Masks())
@@ -63,6 +67,14 @@ func (f *fuseServer) close() {
 	if err != nil {
 		f.c.debugf("filesystem denial events: %v", err)
 	}
+}
+
+// socketEvent turns an attempt to reach a hidden host socket, which the FUSE masks
+// saw, into a network event like the direct mode's (brokerEvent).
+func socketEvent(d fusemask.Denial) Event {
+	return Event{Time: time.Now(), Kind: "net", Action: "deny", Proto: protoSocket, Host: d.Path, Addr: d.Path,
+		Reason: reasonRefused, Rule: d.Rule, Hint: socketHint(d.Path),
+		Detail: "the sandbox checked its permission to connect to (or stat) a host socket, which moat hides"}
 }
 
 func (c *Cmd) debugf(format string, a ...any) {

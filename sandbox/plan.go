@@ -37,6 +37,7 @@ type node struct {
 	pin                                        bool // bind onto itself so it can't be renamed away
 	self                                       bool // path is a symlink: cover the link itself
 	optional                                   bool // a host socket, which may go away before init covers it
+	socket                                     bool // a host socket (spec.Mount.Socket)
 	reason                                     string
 }
 
@@ -66,6 +67,9 @@ type planner struct {
 // planOptions are the parts of a plan that don't come from the policy.
 type planOptions struct {
 	extraDeny []string // host sockets to cover
+	// bait are host sockets to cover even inside a private dir, which hides them
+	// already, so that attempts to reach them are reported (baitSockets).
+	bait []namedSocket
 	// denyRead and denyWrite are rules from outside the policy: what ignore files match.
 	denyRead, denyWrite []policy.Rule
 	// files are OpFile steps (the sandbox's resolv.conf), applied last.
@@ -130,10 +134,20 @@ func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 	}
 	for _, path := range extraDeny {
 		if st := p.stateOf(path); !st.host || st.private {
-			continue // already hidden by a private dir
+			continue // already hidden by a private dir, or by a mask
 		}
 		r := policy.Rule{Path: path, Origin: "host socket"}
-		if err := p.add(r, true, func(n *node) { n.denyRead, n.optional = true, true }); err != nil {
+		if err := p.add(r, true, func(n *node) { n.denyRead, n.optional, n.socket = true, true, true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range o.bait {
+		if st := p.stateOf(b.path); st.host || !st.private {
+			continue // covered by the loop above, or hidden by a mask that reports reads
+		}
+		// In the private dir's tmpfs: init makes the mountpoint, which can't go away.
+		r := policy.Rule{Path: b.path, Origin: "host socket (" + b.reason + ")"}
+		if err := p.add(r, true, func(n *node) { n.denyRead, n.socket = true, true }); err != nil {
 			return nil, err
 		}
 	}
@@ -673,12 +687,12 @@ func (p *planner) build() *plan {
 		want := p.stateOf(path)
 		have := inherited(given, path)
 		given[path] = want
-		if want == have && !n.pin && !n.self {
+		if want == have && !n.pin && !n.self && !n.socket { // a socket inside a private dir is bait
 			continue
 		}
 		fi, err := os.Lstat(path)
 		isDir := err == nil && fi.IsDir()
-		m := spec.Mount{Path: path, Reason: n.reason, Dir: isDir, Optional: n.optional}
+		m := spec.Mount{Path: path, Reason: n.reason, Dir: isDir, Optional: n.optional, Socket: n.socket && !isDir}
 		switch {
 		case n.self && !isDir:
 			// Cover a symlink itself with an empty file: the link can be neither read

@@ -127,13 +127,13 @@ func TestPlan(t *testing.T) {
 }
 
 func TestEnvSockets(t *testing.T) {
-	got := envSockets([]string{
+	got := envSocketPaths([]string{
 		"SSH_AUTH_SOCK=/tmp/ssh-x/agent.1", "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1/bus,guid=1",
 		"DOCKER_HOST=unix:///var/run/docker.sock", "DOCKER_HOST2=unix:///nope", "SSH_AUTH_SOCK=relative",
 	})
 	want := "/tmp/ssh-x/agent.1 /run/user/1/bus /var/run/docker.sock relative"
 	if strings.Join(got, " ") != want {
-		t.Fatalf("envSockets = %v, want %s", got, want)
+		t.Fatalf("envSocketPaths = %v, want %s", got, want)
 	}
 }
 

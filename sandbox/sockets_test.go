@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/moat-sandbox/moat/internal/spec"
 	"github.com/moat-sandbox/moat/policy"
 )
 
@@ -52,5 +53,66 @@ func TestHostSockets(t *testing.T) {
 	}
 	if got := hostSockets(&policy.Policy{Network: policy.Network{AllowAllUnixSockets: true}}, []string{"SSH_AUTH_SOCK=" + plain}); got != nil {
 		t.Errorf("allowAllUnixSockets: got %q, want nothing covered", got)
+	}
+}
+
+// TestBaitSockets checks which hidden host sockets get a cover of their own (the
+// ones the environment names and the well-known ones) and that the plan puts it
+// inside the private /tmp, where the host's socket is absent already.
+func TestBaitSockets(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "moat-bait-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	listen := func(name string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		l, err := net.Listen("unix", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return p
+	}
+	agent, bus, allowed := listen("agent.sock"), listen("bus"), listen("docker.sock")
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, nil, 0o600)
+	env := []string{"SSH_AUTH_SOCK=" + agent, "XDG_RUNTIME_DIR=" + dir, "DOCKER_HOST=unix://" + plain}
+	pol := &policy.Policy{Network: policy.Network{AllowUnixSockets: []string{allowed}}}
+
+	got := map[string]string{}
+	for _, b := range baitSockets(pol, env) {
+		got[b.path] = b.reason
+	}
+	if got[agent] == "" || got[bus] == "" {
+		t.Errorf("baits %q: want $SSH_AUTH_SOCK's %s and the session bus %s", got, agent, bus)
+	}
+	if _, ok := got[plain]; ok {
+		t.Errorf("bait for %s, which is no socket", plain)
+	}
+	if _, ok := got[allowed]; ok {
+		t.Errorf("bait for %s, which allowUnixSockets lists ($XDG_RUNTIME_DIR/docker.sock)", allowed)
+	}
+	if b := baitSockets(&policy.Policy{Network: policy.Network{AllowAllUnixSockets: true}}, env); b != nil {
+		t.Errorf("allowAllUnixSockets: baits %v, want none", b)
+	}
+
+	p, err := newPlan(pol, planOptions{extraDeny: hostSockets(pol, env), bait: baitSockets(pol, env)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	covers := map[string]spec.Mount{}
+	for _, m := range p.mounts {
+		covers[m.Path] = m
+	}
+	for _, path := range []string{agent, bus} {
+		m, ok := covers[path]
+		if !ok || m.Op != spec.OpMaskFile || !m.Socket || m.Optional {
+			t.Errorf("cover of %s: %+v (present %v), want a mask-file step marked as a socket, not optional", path, m, ok)
+		}
+	}
+	if m := covers[allowed]; m.Op != spec.OpBindRO {
+		t.Errorf("allowed socket: %+v, want it bound into the sandbox", m)
 	}
 }

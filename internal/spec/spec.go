@@ -41,6 +41,12 @@ type Mount struct {
 	// Optional steps are skipped when Path no longer exists: a host socket that
 	// went away between planning and building is nothing to cover.
 	Optional bool `json:"optional,omitempty"`
+	// Socket marks an OpMaskFile step that covers a host socket. Covered by the
+	// FUSE masks, it shows as a socket no one may write, and each attempt to reach
+	// it is reported; a plain mask covers it as any file. It may lie inside a
+	// private dir's tmpfs, where the host's socket is absent already: there it is
+	// bait that only reports.
+	Socket bool `json:"socket,omitempty"`
 }
 
 // Net asks init to open, inside the sandbox's network namespace, the sockets the

@@ -1,7 +1,7 @@
 package escape_test
 
 import (
-	"github.com/moat-sandbox/moat/internal/testmoat"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/linux/fusemask"
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // listener is a host listener that counts the connections it accepts.
@@ -160,7 +163,9 @@ func testNamedSockets(t *testing.T) {
 	b := newBox(t)
 	ls, targets, agent, probe := namedSockets(t, b)
 	servers := b.tool("servers.py")
+	events := filepath.Join(b.root, "events.jsonl")
 	r := b.run(opts{
+		flags:  []string{"--events", events},
 		env:    []string{"SSH_AUTH_SOCK=" + agent},
 		script: "python3 " + shq(probe) + " " + strings.Join(targets, " ") + " > probe; python3 " + shq(servers) + " > inner",
 	})
@@ -177,6 +182,37 @@ func testNamedSockets(t *testing.T) {
 		}
 	}
 	t.Logf("inside: %v", res)
+
+	// Each attempt on a pathname socket is an event naming it, and a summary line
+	// with the key that allows it: the agent's, which the sandbox's view covers, and
+	// the bus, which the private runtime dir hides and moat covers as bait. Their
+	// covers are the FUSE masks'; without FUSE they are plain and report nothing.
+	if err := fusemask.Check(); err != nil {
+		t.Logf("FUSE unavailable to this user (%v): no socket events to check", err)
+		return
+	}
+	log := testmoat.ReadFile(t, events)
+	for _, path := range []string{agent, filepath.Join(b.xdg, "bus")} {
+		var ev struct{ Kind, Action, Proto, Host, Reason, Rule, Hint string }
+		found := false
+		for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+			if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Proto == "socket" && ev.Host == path {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no socket event for %s in the log:\n%s", path, log)
+			continue
+		}
+		if ev.Kind != "net" || ev.Action != "deny" || ev.Reason != "socket-refused" || !strings.Contains(ev.Rule, "host socket") ||
+			!strings.Contains(ev.Hint, `"allowUnixSockets": [`+strconv.Quote(path)+`]`) {
+			t.Errorf("socket event %+v: want a net deny, socket-refused, the host socket rule and the allowUnixSockets hint", ev)
+		}
+		if !strings.Contains(r.stderr, "moat: blocked connection to "+path+" (socket-refused: host socket") {
+			t.Errorf("no summary line for %s:\n%s", path, r.stderr)
+		}
+	}
 }
 
 // testPrivilegesAndNetwork: no capabilities, no_new_privs, the outer uid, nosuid

@@ -18,10 +18,12 @@ const (
 	ePROTO  = syscall.Errno(71)
 	eSTALE  = syscall.Errno(116)
 
-	sIFDIR = 0o040000
-	sIFREG = 0o100000
-	dtDIR  = 4
-	dtREG  = 8
+	sIFDIR  = 0o040000
+	sIFREG  = 0o100000
+	sIFSOCK = 0o140000
+	dtDIR   = 4
+	dtREG   = 8
+	dtSOCK  = 12
 )
 
 // The FUSE protocol as far as the masks need it (include/uapi/linux/fuse.h). Messages
@@ -80,11 +82,18 @@ const (
 )
 
 // Modes of the nodes: those of the plain masks (an empty tmpfs directory, an empty
-// read-only file).
+// read-only file), and for a host socket a socket no one may write, which connect(2)
+// refuses with EACCES as it refuses the plain mask.
 const (
-	dirMode  = sIFDIR | 0o755
-	fileMode = sIFREG | 0o444
+	dirMode    = sIFDIR | 0o755
+	fileMode   = sIFREG | 0o444
+	socketMode = sIFSOCK | 0o444
 )
+
+// initPid is init's pid in the sandbox's pid namespace, to which the kernel
+// translates a request's pid: init's own requests, as it mounts the masks, are not
+// the command's.
+const initPid = 1
 
 var ne = binary.NativeEndian
 
@@ -151,8 +160,14 @@ func (s *Server) Handle(req []byte) []byte {
 		}
 		return reply(unique, 0, s.entry(id))
 	case opGetattr:
+		if n.socket && n.mask >= 0 && ne.Uint32(req[32:]) != initPid {
+			// A socket node's attributes are never cached, so that the kernel asks
+			// for them at each permission check: connect(2) makes one (so does
+			// stat(2), which can't be told apart).
+			s.deny(s.tree.denial(OpConnect, n, ""))
+		}
 		out := make([]byte, attrOutSize)
-		ne.PutUint64(out[0:], forever)
+		ne.PutUint64(out[0:], s.attrValid(n))
 		s.attr(out[16:], nodeid)
 		return reply(unique, 0, out)
 	case opOpen:
@@ -236,19 +251,31 @@ func (s *Server) init(unique uint64, arg []byte) []byte {
 func (s *Server) entry(id uint64) []byte {
 	out := make([]byte, entryOutSize)
 	ne.PutUint64(out[0:], id)
-	ne.PutUint64(out[8:], 1)        // generation
-	ne.PutUint64(out[16:], forever) // entry_valid
-	ne.PutUint64(out[24:], forever) // attr_valid
+	ne.PutUint64(out[8:], 1)                             // generation
+	ne.PutUint64(out[16:], forever)                      // entry_valid
+	ne.PutUint64(out[24:], s.attrValid(s.tree.node(id))) // attr_valid
 	s.attr(out[40:], id)
 	return out
+}
+
+// attrValid is how long the kernel may keep n's attributes, in seconds: forever, but
+// a socket's not at all (see opGetattr).
+func (s *Server) attrValid(n *node) uint64 {
+	if n.socket {
+		return 0
+	}
+	return forever
 }
 
 // attr fills a struct fuse_attr for node id.
 func (s *Server) attr(b []byte, id uint64) {
 	n := s.tree.node(id)
 	mode, nlink := uint32(fileMode), uint32(1)
-	if n.dir {
+	switch {
+	case n.dir:
 		mode, nlink = dirMode, 2
+	case n.socket:
+		mode = socketMode
 	}
 	ne.PutUint64(b[0:], id)     // ino
 	ne.PutUint64(b[8:], 0)      // size
@@ -276,7 +303,10 @@ func (s *Server) readdir(id uint64, n *node, off uint64, size uint32, plus bool)
 		case i > 1:
 			name = n.names[i-2]
 			ino = n.children[name]
-			if !s.tree.node(ino).dir {
+			switch c := s.tree.node(ino); {
+			case c.socket:
+				typ = dtSOCK
+			case !c.dir:
 				typ = dtREG
 			}
 		}

@@ -19,7 +19,7 @@ var plan = []spec.Mount{
 	{Op: spec.OpMaskFile, Path: "/home/u/ws/.env", Reason: "workspace secrets"},               // 3
 	{Op: spec.OpBindRO, Path: "/home/u/.ssh/known_hosts", Source: "/x", Reason: "allowRead"},  // 4
 	{Op: spec.OpBindRO, Path: "/home/u/.ssh/conf.d/a", Source: "/y", Dir: true, Reason: "ro"}, // 5
-	{Op: spec.OpMaskFile, Path: "/tmp/sock", Reason: "host socket"},                           // 6
+	{Op: spec.OpMaskFile, Path: "/tmp/sock", Reason: "host socket", Socket: true},             // 6
 }
 
 type tester struct {
@@ -27,10 +27,11 @@ type tester struct {
 	s      *Server
 	got    []Denial
 	unique uint64
+	pid    uint32 // of the requests: the command's, 2, unless a test says otherwise
 }
 
 func newTester(t *testing.T) *tester {
-	tt := &tester{t: t}
+	tt := &tester{t: t, pid: 2}
 	tt.s = NewServer(NewTree(plan), 1000, 1001, func(d Denial) { tt.got = append(tt.got, d) })
 	tt.do(opInit, rootID, initIn(7, 45))
 	return tt
@@ -53,6 +54,7 @@ func (tt *tester) do(op uint32, node uint64, arg []byte) (errno syscall.Errno, d
 	ne.PutUint32(req[4:], op)
 	ne.PutUint64(req[8:], tt.unique)
 	ne.PutUint64(req[16:], node)
+	ne.PutUint32(req[32:], tt.pid)
 	copy(req[inHeaderSize:], arg)
 	out := tt.s.Handle(req)
 	if out == nil {
@@ -278,6 +280,43 @@ func TestHiddenFileHasNoData(t *testing.T) {
 	}
 	if errno, _, _ := tt.do(opLookup, env, []byte("x\x00")); errno != eNOTDIR {
 		t.Fatalf("lookup below a file: %v", errno)
+	}
+}
+
+// TestHiddenSocket checks a host socket's cover: a socket no one may write, whose
+// attributes the kernel may not keep, so that each permission check (connect's)
+// asks for them and is reported; init's own requests, as it mounts the masks, are not.
+func TestHiddenSocket(t *testing.T) {
+	tt := newTester(t)
+	tt.pid = initPid
+	errno, data, _ := tt.do(opLookup, rootID, []byte("6\x00"))
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	sock := ne.Uint64(data[0:])
+	if valid := ne.Uint64(data[24:]); valid != 0 {
+		t.Fatalf("socket entry's attr_valid %d, want 0", valid)
+	}
+	if mode, _, _, _ := attrOf(data[40:]); mode != socketMode || mode&0o222 != 0 {
+		t.Fatalf("socket mode %o, want %o (a socket no one may write)", mode, socketMode)
+	}
+	_, data, _ = tt.do(opGetattr, sock, make([]byte, 16))
+	if len(tt.got) != 0 {
+		t.Fatalf("init's GETATTR reported: %+v", tt.got)
+	}
+	if valid := ne.Uint64(data[0:]); valid != 0 {
+		t.Fatalf("socket GETATTR's attr_valid %d, want 0", valid)
+	}
+	tt.pid = 2
+	tt.do(opGetattr, sock, make([]byte, 16))
+	if len(tt.got) != 1 || tt.got[0] != (Denial{OpConnect, "/tmp/sock", "/tmp/sock", "host socket"}) {
+		t.Fatalf("reports %+v, want one connect of /tmp/sock", tt.got)
+	}
+	// A file's attributes are kept, and reading them reports nothing.
+	env, _ := tt.lookup(rootID, "3")
+	_, data, _ = tt.do(opGetattr, env, make([]byte, 16))
+	if valid := ne.Uint64(data[0:]); valid != forever || len(tt.got) != 1 {
+		t.Fatalf("file GETATTR: attr_valid %d, reports %+v", valid, tt.got)
 	}
 }
 

@@ -18,12 +18,16 @@ const Device = "/dev/fuse"
 const (
 	OpRead = "read" // a hidden file was opened, or a name looked up in a hidden directory
 	OpList = "list" // a hidden directory was listed
+	// OpConnect: the permissions of a hidden host socket (spec.Mount.Socket) were
+	// checked, as connect(2) does before it fails; stat(2) asks the same question,
+	// and the two can't be told apart.
+	OpConnect = "connect"
 )
 
 // Denial is one access to a hidden path: what the command asked for, and the mask step
 // that hid it.
 type Denial struct {
-	Op     string // OpRead or OpList
+	Op     string // OpRead, OpList or OpConnect
 	Path   string // the path the command asked for, as seen inside the sandbox
 	Hidden string // the mask step's path: Path itself, or a directory above it
 	Rule   string // the mask step's reason
@@ -35,9 +39,10 @@ const rootID = 1
 // node is one file or directory of the filesystem. The tree is fixed when the server
 // is made: nothing inside the sandbox can add to it.
 type node struct {
-	dir  bool
-	path string // as seen inside the sandbox; "" for the root
-	mask int    // index in Tree.masks of the step this node belongs to; -1 for the root
+	dir    bool
+	socket bool   // a hidden host socket's cover
+	path   string // as seen inside the sandbox; "" for the root
+	mask   int    // index in Tree.masks of the step this node belongs to; -1 for the root
 	// children by name, and their names in listing order.
 	children map[string]uint64
 	names    []string
@@ -70,6 +75,8 @@ func NewTree(mounts []spec.Mount) *Tree {
 		id := t.add(rootID, strconv.Itoa(i), m.Op == spec.OpMaskDir, m.Path, len(t.masks)-1)
 		if m.Op == spec.OpMaskDir {
 			stepNode[i] = id
+		} else {
+			t.nodes[id-1].socket = m.Socket
 		}
 	}
 	for j := range mounts {
