@@ -15,7 +15,7 @@
 //		},
 //		CheckName: func(host string) proxy.Decision { ... }, // may the DNS stub resolve it
 //		Events:    func(e proxy.Event) { mu.Lock(); enc.Encode(e); mu.Unlock() }, // a json.Encoder
-//		HostAddrs: hostAddrs, // the host's own interface addresses
+//		HostAddrs: hostAddrs, // func() []netip.Addr: the host's own addresses, called once when first needed
 //	}
 //	go srv.Serve(proxyListener)    // HTTP proxy, CONNECT and SOCKS5 on one port
 //	go srv.ServeDNS(dnsUDP)        // DNS stub, UDP
@@ -36,10 +36,17 @@
 //     its own upstream connection (with Connection: close); the path is sent in
 //     origin form with a canonical Host field, and hop-by-hop fields (Connection
 //     and the fields it names, Keep-Alive, TE, Trailer, Upgrade, Transfer-Encoding)
-//     and every Proxy-* field are dropped both ways. Bodies are framed strictly:
-//     chunked or Content-Length, never both; heads are limited to 64 KiB both
-//     ways. https:// targets and origin-form requests are refused (clients use
-//     CONNECT for https).
+//     and every Proxy-* field are dropped both ways. Request bodies are framed
+//     strictly: chunked or Content-Length, never both; heads are limited to 64
+//     KiB both ways. https:// targets and origin-form requests are refused
+//     (clients use CONNECT for https). Responses are read as net/http reads
+//     them, with the proxy's own reader (see readResponse): no body for HEAD,
+//     1xx, 204 and 304, then chunked, then Content-Length, else until the
+//     upstream closes; other transfer codings, differing lengths and malformed
+//     heads get 502. The client gets them as HTTP/1.1: a body of known length
+//     spliced, a chunked one re-chunked without extensions and trailer fields
+//     (de-chunked, until close, for an HTTP/1.0 client), one that ends at close
+//     with Connection: close. 1xx responses are relayed before the final one.
 //   - HTTP CONNECT host:port, then a tunnel.
 //   - SOCKS5 (RFC 1928): "no authentication" only; CONNECT only (BIND and UDP
 //     ASSOCIATE get reply 0x07); address types IPv4, IPv6 and domain name. The
@@ -150,5 +157,6 @@
 //   - A non-TLS protocol whose first byte is 0x16 is refused as bad-tls.
 //   - Plain HTTP opens one upstream connection per request; Upgrade (WebSocket
 //     over ws://) is not forwarded. Use CONNECT for long-lived protocols.
+//   - Trailer fields of chunked bodies are dropped, both ways.
 //   - UDP other than DNS, and QUIC, are not proxied.
 package proxy

@@ -65,11 +65,21 @@ func (s *Server) refused(a netip.Addr) (reason, why string) {
 				return r.reason, prefix + r.why
 			}
 		}
-		for _, h := range s.HostAddrs {
+		for _, h := range s.ownAddrs() {
 			if h.WithZone("").Unmap() == c {
 				return ReasonHostAddr, prefix + "one of the host's own addresses: reaches its services as loopback does"
 			}
 		}
 	}
 	return "", ""
+}
+
+// ownAddrs returns what HostAddrs returns, calling it the first time only.
+func (s *Server) ownAddrs() []netip.Addr {
+	s.hostOnce.Do(func() {
+		if s.HostAddrs != nil {
+			s.hostAddrs = s.HostAddrs()
+		}
+	})
+	return s.hostAddrs
 }

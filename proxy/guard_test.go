@@ -7,7 +7,11 @@ import (
 )
 
 func TestRefused(t *testing.T) {
-	s := &Server{HostAddrs: []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}}
+	calls := 0
+	s := &Server{HostAddrs: func() []netip.Addr {
+		calls++
+		return []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}
+	}}
 	tests := []struct {
 		name, addr, reason string
 	}{
@@ -59,6 +63,26 @@ func TestRefused(t *testing.T) {
 				t.Fatalf("refused(%s) gives no why", tt.addr)
 			}
 		})
+	}
+	if calls != 1 {
+		t.Errorf("HostAddrs called %d times, want once", calls)
+	}
+	var never Server
+	if reason, _ := never.refused(netip.MustParseAddr("192.0.2.10")); reason != "" {
+		t.Errorf("nil HostAddrs refuses %q", reason)
+	}
+}
+
+// A Server that never checks an address never lists the host's addresses.
+func TestHostAddrsLazy(t *testing.T) {
+	called := false
+	e := newEnv(t, []string{"allowed.example"}, nil, func(s *Server) {
+		s.HostAddrs = func() []netip.Addr { called = true; return nil }
+	})
+	rawHTTP(t, e.proxyAddr, "GET http://denied.example/ HTTP/1.1\r\n\r\n")
+	e.close()
+	if called {
+		t.Fatal("HostAddrs called for a request refused before any address was checked")
 	}
 }
 

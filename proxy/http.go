@@ -2,12 +2,10 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +46,7 @@ func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader) {
 			}
 			return // EOF or timeout between requests: nothing was asked
 		}
-		if h.method == http.MethodConnect {
+		if h.method == "CONNECT" {
 			tunnel = s.serveCONNECT(c, br, bw, h)
 			return
 		}
@@ -183,16 +181,12 @@ func (s *Server) forward(c net.Conn, br *bufio.Reader, bw *bufio.Writer, h *requ
 	}
 
 	ubr := bufio.NewReaderSize(up, maxHead)
-	req := &http.Request{Method: h.method}
-	resp, named, err := readResponse(ubr, req)
-	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-		cleanHeader(resp.Header, named)
-		resp.ProtoMajor, resp.ProtoMinor = 1, 1
-		if err = resp.Write(bw); err == nil {
-			err = bw.Flush()
-		}
-		if err == nil {
-			resp, named, err = readResponse(ubr, req)
+	resp, err := readResponse(ubr, h.method)
+	for err == nil && resp.interim() {
+		resp.clean()
+		resp.writeHead(bw, h.minor == 0, true)
+		if err = bw.Flush(); err == nil {
+			resp, err = readResponse(ubr, h.method)
 		}
 	}
 	if err != nil {
@@ -202,21 +196,9 @@ func (s *Server) forward(c net.Conn, br *bufio.Reader, bw *bufio.Writer, h *requ
 		s.refuseHTTP(bw, proto, &refusal{reason: ReasonUpstreamFailed, host: d.eventHost(), port: t.port, addr: ap.String(), detail: err.Error()})
 		return false
 	}
-	cleanHeader(resp.Header, named)
-	closeDelimited := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding) && resp.Body != http.NoBody
-	keep := !h.wantsClose() && !closeDelimited && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.ProtoMajor, resp.ProtoMinor = 1, 1
-	resp.Close = !keep
-	var werr error
-	if resp.ContentLength > 0 && !isChunked(resp.TransferEncoding) && h.method != http.MethodHead {
-		werr = relayFixedBody(c, bw, ubr, up, resp, keep)
-	} else {
-		werr = resp.Write(bw)
-		if werr == nil {
-			werr = bw.Flush()
-		}
-	}
-	resp.Body.Close()
+	resp.clean()
+	keep := !h.wantsClose() && resp.sendAs(h.minor == 0) != bodyUntilClose && resp.status != 101
+	werr := relayResponse(bw, c, ubr, up, resp, h.minor == 0, keep)
 	up.Close()
 	var berr error
 	select {
@@ -229,49 +211,6 @@ func (s *Server) forward(c net.Conn, br *bufio.Reader, bw *bufio.Writer, h *requ
 		c.SetReadDeadline(time.Time{})
 	}
 	return keep && werr == nil && berr == nil
-}
-
-// relayFixedBody writes a response whose body has a known length: the head
-// through bw, then the body straight from the upstream connection to the client,
-// which lets Linux splice it between the two sockets instead of copying it
-// through user space. The body is read from ubr's buffer first: the head's read
-// may have taken its start.
-func relayFixedBody(c net.Conn, bw *bufio.Writer, ubr *bufio.Reader, up net.Conn, resp *http.Response, keep bool) error {
-	resp.Header.Del("Content-Length")
-	resp.Header.Del("Transfer-Encoding")
-	if keep {
-		resp.Header.Del("Connection")
-	} else {
-		resp.Header.Set("Connection", "close")
-	}
-	if _, err := fmt.Fprintf(bw, "HTTP/1.1 %s\r\n", resp.Status); err != nil {
-		return err
-	}
-	if err := resp.Header.Write(bw); err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(bw, "Content-Length: %d\r\n\r\n", resp.ContentLength); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	n := resp.ContentLength
-	if b := int64(ubr.Buffered()); b > 0 {
-		m, err := io.CopyN(c, ubr, min(b, n))
-		if err != nil {
-			return err
-		}
-		n -= m
-	}
-	if n > 0 {
-		m, err := io.CopyN(c, up, n)
-		if err == nil && m != n {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	}
-	return nil
 }
 
 // limitedReader is io.LimitedReader that fails on a short body.
@@ -294,8 +233,6 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
-func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }
 
 // writeForwardHead writes the request to send upstream: origin-form target,
 // canonical Host, the client's end-to-end fields, our own framing fields, and
@@ -330,57 +267,6 @@ func writeForwardHead(w *bufio.Writer, h *requestHead, t target, path string, bo
 	w.WriteString("Connection: close\r\n\r\n")
 }
 
-// readResponse reads a response head with net/http, and the tokens of its
-// Connection fields from the raw head first: net/http deletes a Connection
-// field that says "close", and with it the names of other hop-by-hop fields.
-func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, []string, error) {
-	var head []byte
-	for n := 1; ; {
-		var err error
-		head, err = br.Peek(n)
-		if i := bytes.Index(head, []byte("\n\r\n")); i >= 0 {
-			head = head[:i]
-			break
-		}
-		if i := bytes.Index(head, []byte("\n\n")); i >= 0 {
-			head = head[:i]
-			break
-		}
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = fmt.Errorf("response head longer than %d bytes", br.Size())
-			}
-			return nil, nil, err
-		}
-		n = max(len(head)+1, br.Buffered()) // all that is there, else one byte more
-	}
-	var named []string
-	for _, l := range strings.Split(string(head), "\n") {
-		if name, v, ok := strings.Cut(l, ":"); ok && strings.EqualFold(name, "Connection") {
-			for _, tok := range strings.Split(v, ",") {
-				named = append(named, strings.TrimSpace(tok))
-			}
-		}
-	}
-	resp, err := http.ReadResponse(br, req)
-	return resp, named, err
-}
-
-// cleanHeader drops a response's hop-by-hop and Proxy-* fields and the fields
-// its Connection fields named.
-func cleanHeader(hd http.Header, named []string) {
-	for _, tok := range named {
-		if tok != "" {
-			hd.Del(tok)
-		}
-	}
-	for k := range hd {
-		if lk := strings.ToLower(k); hopByHop[lk] || strings.HasPrefix(lk, "proxy-") {
-			delete(hd, k)
-		}
-	}
-}
-
 // refuseHTTP answers a refused or failed request and logs it. The body is short
 // text for people; X-Moat-Blocked (refusals) or X-Moat-Error (failures) carries
 // the reason for programs. The connection is closed afterwards.
@@ -409,7 +295,7 @@ func (s *Server) refuseHTTP(bw *bufio.Writer, proto string, r *refusal) {
 		fmt.Fprintf(&b, "moat: hint: %s\n", r.hint)
 	}
 	fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\n%s: %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		ri.status, http.StatusText(ri.status), header, r.reason, b.Len(), b.String())
+		ri.status, statusText[ri.status], header, r.reason, b.Len(), b.String())
 	bw.Flush()
 }
 

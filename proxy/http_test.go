@@ -389,3 +389,92 @@ func TestHTTPClientThroughProxy(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// What a client receives through the proxy, byte for byte, for responses the
+// upstream frames in each way. The client asks to close, so the proxy closes
+// after the response.
+func TestHTTPResponseBytes(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: spliced past the buffer
+	tests := []struct {
+		name, request, upstream, want string
+	}{
+		{"interim, then chunked",
+			"POST http://allowed.example/ HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+			"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;x\r\nok\r\n0\r\nX-T: 1\r\n\r\n",
+			"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"},
+		{"chunked to an HTTP/1.0 client",
+			"GET http://allowed.example/ HTTP/1.0\r\n\r\n",
+			"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+			"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello world"},
+		{"large length",
+			"GET http://allowed.example/ HTTP/1.1\r\nConnection: close\r\n\r\n",
+			"HTTP/1.1 200 OK\r\nContent-Length: " + fmt.Sprint(len(big)) + "\r\n\r\n" + big + "trailing garbage",
+			"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: " + fmt.Sprint(len(big)) + "\r\n\r\n" + big},
+		{"until close",
+			"GET http://allowed.example/ HTTP/1.1\r\n\r\n",
+			"HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\n" + big,
+			"HTTP/1.1 200 OK\r\nX-A: 1\r\nConnection: close\r\n\r\n" + big},
+		{"204 with a chunked body",
+			"GET http://allowed.example/ HTTP/1.1\r\nConnection: close\r\n\r\n",
+			"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+			"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, []string{"allowed.example"}, nil)
+			e.host("allowed.example", "198.18.0.1")
+			e.upstream("198.18.0.1", 80, func(c net.Conn) {
+				br := bufio.NewReader(c)
+				h, err := readHead(br)
+				if err != nil {
+					return
+				}
+				if f, err := requestFraming(h); err == nil && f.length > 0 {
+					io.CopyN(io.Discard, br, f.length)
+				}
+				io.WriteString(c, tt.upstream)
+			})
+			c, err := net.Dial("tcp", e.proxyAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, tt.request)
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				if len(got) > 300 {
+					got = append(got[:300:300], "..."...)
+				}
+				t.Fatalf("client got\n%q", got)
+			}
+		})
+	}
+}
+
+// A response the proxy cannot read is answered with 502 upstream-failed.
+func TestHTTPBadResponse(t *testing.T) {
+	for _, raw := range []string{
+		"",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nab",
+		"HTTP/1.1 200 OK\r\nX-A: " + strings.Repeat("a", maxHead) + "\r\n\r\n",
+		"SSH-2.0-OpenSSH_9.6\r\n",
+	} {
+		e := newEnv(t, []string{"allowed.example"}, nil)
+		e.host("allowed.example", "198.18.0.1")
+		e.upstream("198.18.0.1", 80, func(c net.Conn) {
+			readHead(bufio.NewReader(c))
+			io.WriteString(c, raw)
+		})
+		resp := rawHTTP(t, e.proxyAddr, "GET http://allowed.example/ HTTP/1.1\r\n\r\n")
+		e.close()
+		if resp.StatusCode != 502 || resp.Header.Get("X-Moat-Error") != ReasonUpstreamFailed {
+			t.Errorf("upstream %.60q: client got %d %q", raw, resp.StatusCode, body(resp))
+		}
+	}
+}

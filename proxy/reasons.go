@@ -1,7 +1,5 @@
 package proxy
 
-import "net/http"
-
 // Event reasons. They are stable names a log reader can match on.
 const (
 	ReasonDenied                         = "denied-by-rule"       // a rule refused the host (Decision.Default false)
@@ -39,6 +37,19 @@ const (
 	socksBadAddrType     = 0x08
 )
 
+// The HTTP statuses of refusals, and their reason phrases (RFC 9110 15).
+const (
+	statusBadRequest = 400
+	statusForbidden  = 403
+	statusBadGateway = 502
+)
+
+var statusText = map[int]string{
+	statusBadRequest: "Bad Request",
+	statusForbidden:  "Forbidden",
+	statusBadGateway: "Bad Gateway",
+}
+
 // reasonInfo says how each protocol reports a reason.
 type reasonInfo struct {
 	action string // actionDeny: refused; actionError: allowed, but it failed
@@ -49,27 +60,27 @@ type reasonInfo struct {
 // reasons maps every reason to how it is reported. A reason missing here is a bug
 // (info panics), which the tests catch.
 var reasons = map[string]reasonInfo{
-	ReasonDenied:         {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonNotAllowed:     {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonLoopback:       {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonLinkLocal:      {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonMetadata:       {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonUnspecified:    {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonMulticast:      {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonBroadcast:      {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonHostAddr:       {actionDeny, http.StatusForbidden, socksNotAllowed},
+	ReasonDenied:         {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonNotAllowed:     {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonLoopback:       {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonLinkLocal:      {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonMetadata:       {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonUnspecified:    {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonMulticast:      {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonBroadcast:      {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonHostAddr:       {actionDeny, statusForbidden, socksNotAllowed},
 	ReasonSNIMismatch:    {actionDeny, 0, 0}, // after the tunnel is up: the proxy closes it
 	ReasonBadTLS:         {actionDeny, 0, 0},
-	ReasonHostHeader:     {actionDeny, http.StatusForbidden, socksNotAllowed},
-	ReasonBadRequest:     {actionDeny, http.StatusBadRequest, socksFailure},
-	ReasonBadHost:        {actionDeny, http.StatusBadRequest, socksNotAllowed},
+	ReasonHostHeader:     {actionDeny, statusForbidden, socksNotAllowed},
+	ReasonBadRequest:     {actionDeny, statusBadRequest, socksFailure},
+	ReasonBadHost:        {actionDeny, statusBadRequest, socksNotAllowed},
 	ReasonAuth:           {actionDeny, 0, 0}, // answered with method 0xFF
-	ReasonCommand:        {actionDeny, http.StatusBadRequest, socksBadCommand},
-	ReasonAddrType:       {actionDeny, http.StatusBadRequest, socksBadAddrType},
+	ReasonCommand:        {actionDeny, statusBadRequest, socksBadCommand},
+	ReasonAddrType:       {actionDeny, statusBadRequest, socksBadAddrType},
 	ReasonQType:          {actionDeny, 0, 0},
-	ReasonResolveFailed:  {actionError, http.StatusBadGateway, socksHostUnreachable},
-	ReasonDialFailed:     {actionError, http.StatusBadGateway, socksHostUnreachable},
-	ReasonUpstreamFailed: {actionError, http.StatusBadGateway, socksFailure},
+	ReasonResolveFailed:  {actionError, statusBadGateway, socksHostUnreachable},
+	ReasonDialFailed:     {actionError, statusBadGateway, socksHostUnreachable},
+	ReasonUpstreamFailed: {actionError, statusBadGateway, socksFailure},
 }
 
 func info(reason string) reasonInfo {

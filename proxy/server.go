@@ -82,8 +82,10 @@ type Server struct {
 	// or lookup, from many goroutines at once. May be nil. Not called after
 	// Close returns.
 	Events func(Event)
-	// HostAddrs are the host's own addresses, refused like loopback.
-	HostAddrs []netip.Addr
+	// HostAddrs lists the host's own addresses, refused like loopback. It is
+	// called once, when the first address is checked, so a Server that is
+	// never asked to connect or resolve never lists them. May be nil.
+	HostAddrs func() []netip.Addr
 
 	HandshakeTimeout time.Duration // SOCKS5 negotiation, an HTTP request head, a TLS ClientHello once begun
 	IdleTimeout      time.Duration // between HTTP requests on a connection, and on a DNS-over-TCP connection
@@ -99,6 +101,9 @@ type Server struct {
 	cancel  context.CancelFunc
 	slots   chan struct{}
 	handed  handouts
+
+	hostOnce  sync.Once
+	hostAddrs []netip.Addr // what HostAddrs returned
 }
 
 func (s *Server) init() {

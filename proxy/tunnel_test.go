@@ -91,7 +91,7 @@ func TestTunnels(t *testing.T) {
 			t.Run(proto+"/"+tt.name, func(t *testing.T) {
 				e := newEnv(t, []string{"allowed.example:443", "*.allowed.example", "localhost", "198.18.0.1:443", "127.0.0.1:9"},
 					[]string{"denied.allowed.example"}, func(s *Server) {
-						s.HostAddrs = []netip.Addr{netip.MustParseAddr("198.18.0.77")}
+						s.HostAddrs = func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.18.0.77")} }
 					})
 				e.upstream("198.18.0.1", 443, echo)
 				e.upstream("127.0.0.1", 9, echo)
