@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // EnvScrub is one entry of the built-in environment scrubbing table: variables
@@ -161,67 +162,89 @@ func (p *Policy) passes(name string) bool {
 
 // scrubbed returns the first scrubbing table entry that matches name.
 func scrubbed(name string) (EnvScrub, bool) {
-	for _, s := range envScrubTable {
-		if wildMatch(s.Pattern, name, true) {
-			return s, true
+	// Folding the name once makes each match a case-sensitive one: scrubGlobs
+	// holds the patterns folded too.
+	name = strings.ToUpper(name)
+	gs := scrubGlobs()
+	for i := range gs {
+		if gs[i].match(name) {
+			return envScrubTable[i], true
 		}
 	}
 	return EnvScrub{}, false
 }
 
+// scrubGlobs is the scrubbing table's patterns, in upper case and split at their
+// stars, once per process.
+var scrubGlobs = sync.OnceValue(func() []envGlob {
+	gs := make([]envGlob, len(envScrubTable))
+	for i, s := range envScrubTable {
+		gs[i] = compileEnvGlob(strings.ToUpper(s.Pattern))
+	}
+	return gs
+})
+
 // wildMatch matches name against a pattern in which * is any run of characters;
-// fold makes it ignore ASCII case. It allocates nothing: FilterEnv runs it for every
-// variable against every scrubbing entry on each start.
+// fold makes it ignore case (ASCII case, or Unicode's when either string is not
+// ASCII, as strings.ToUpper does).
 func wildMatch(pattern, name string, fold bool) bool {
-	if fold && (!isASCII(pattern) || !isASCII(name)) {
-		pattern, name, fold = strings.ToUpper(pattern), strings.ToUpper(name), false
+	if fold {
+		pattern, name = strings.ToUpper(pattern), strings.ToUpper(name)
 	}
-	// The classic backtracking glob: on a mismatch, let the last * eat one more byte.
-	p, n, star, mark := 0, 0, -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case p < len(pattern) && sameByte(pattern[p], name[n], fold):
-			p++
-			n++
-		case star >= 0:
-			mark++
-			p, n = star+1, mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
+	g := compileEnvGlob(pattern)
+	return g.match(name)
 }
 
-func sameByte(a, b byte, fold bool) bool {
-	if a == b {
-		return true
+// envGlob is a pattern in which * is any run of bytes, split at its first and last *.
+type envGlob struct {
+	star   bool   // the pattern has a *; if not, it is all in prefix
+	prefix string // before the first *
+	mid    string // between the first and the last *; it may hold more of them
+	suffix string // after the last *
+	midAny bool   // mid holds a *
+}
+
+func compileEnvGlob(pattern string) envGlob {
+	first := strings.IndexByte(pattern, '*')
+	if first < 0 {
+		return envGlob{prefix: pattern}
 	}
-	if !fold {
+	last := strings.LastIndexByte(pattern, '*')
+	mid := ""
+	if first < last {
+		mid = pattern[first+1 : last]
+	}
+	return envGlob{star: true, prefix: pattern[:first], mid: mid, suffix: pattern[last+1:], midAny: strings.IndexByte(mid, '*') >= 0}
+}
+
+// match reports whether name matches: prefix must begin it and suffix end it,
+// without overlapping, and the pieces of mid between its stars must appear in
+// order in what is left, where the leftmost occurrence of each is the best choice.
+// It allocates nothing: FilterEnv runs it for every variable against every
+// scrubbing entry on each start.
+func (g *envGlob) match(name string) bool {
+	if !g.star {
+		return name == g.prefix
+	}
+	if len(name) < len(g.prefix)+len(g.suffix) || !strings.HasPrefix(name, g.prefix) || !strings.HasSuffix(name, g.suffix) {
 		return false
 	}
-	if 'a' <= a && a <= 'z' {
-		a -= 'a' - 'A'
+	name = name[len(g.prefix) : len(name)-len(g.suffix)]
+	if !g.midAny {
+		return strings.Contains(name, g.mid)
 	}
-	if 'a' <= b && b <= 'z' {
-		b -= 'a' - 'A'
-	}
-	return a == b
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+	for rest := g.mid; ; {
+		piece, more, found := strings.Cut(rest, "*")
+		i := strings.Index(name, piece)
+		if i < 0 {
 			return false
 		}
+		name = name[i+len(piece):]
+		if !found {
+			return true
+		}
+		rest = more
 	}
-	return true
 }
 
 // checkPassEnv validates a moat.passEnv entry: a variable name in which * may

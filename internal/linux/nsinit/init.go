@@ -76,10 +76,10 @@ func Main() {
 // in it, stopped and traced ones included; a process that forks meanwhile either has
 // its child listed before kill walks the task list (the child gets SIGKILL too) or
 // gets SIGKILL before it lists the child, and then the kernel fails the fork (kill
-// walks under the task list lock, fork adds the child holding it). Init must send it
-// from the thread that forked the command: without Landlock's all-thread sync each
-// thread has a domain of its own, and signal scoping lets only that thread's domain,
-// the command's parent, signal into the sandbox.
+// walks under the task list lock, fork adds the child holding it). Init sends it from
+// the thread that forked the command, which alone has the command's Landlock domain
+// (applyLandlock): signal scoping lets a thread of that domain signal into the
+// sandbox, and init's other threads have no domain to be scoped by.
 //
 // The proof is the wait, not the kill: wait4 fails with ECHILD only when init has no
 // child at all, and a live process of the sandbox always has an ancestor that is init's
@@ -206,9 +206,8 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	go func() { done <- reap(pid, report) }()
 	sigs := make(chan syscall.Signal)
 	go readSignals(ctl, sigs)
-	// Signals are sent from this thread: without Landlock's all-thread sync (ABI 8)
-	// each thread has its own domain, and scoping lets only the thread that forked
-	// the command (whose domain it inherited) signal it.
+	// Signals are sent from this thread, the one Landlock restricted (applyLandlock),
+	// whose domain the command inherited: scoping lets it signal the command.
 	for {
 		select {
 		case r := <-done:

@@ -10,8 +10,8 @@ import (
 	"github.com/moat-sandbox/moat/internal/linux/seccomp"
 )
 
-// seccompProgram builds moat's syscall filter. It needs no spec: init builds it
-// while it waits for one.
+// seccompProgram returns moat's syscall filter, compiled at development time
+// (seccomp.Program). It needs no spec: init gets it while it waits for one.
 func seccompProgram() ([]bpf.RawInstruction, error) {
 	return seccomp.Program(runtime.GOARCH)
 }

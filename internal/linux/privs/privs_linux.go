@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -25,14 +24,16 @@ func DropCapabilities() error {
 		return os.NewSyscallError("capget", err)
 	}
 	if data[0].Permitted|data[1].Permitted != 0 {
-		last := 40
-		if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				last = n
+		// The kernel answers EINVAL for exactly the numbers past its last capability
+		// (cap_valid), and only after the CAP_SETPCAP check: dropping until then
+		// drops every capability this kernel has, those newer than x/sys/unix too,
+		// without reading /proc/sys/kernel/cap_last_cap.
+		for c := 0; ; c++ {
+			err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+			if err == unix.EINVAL && c > 0 {
+				break
 			}
-		}
-		for c := 0; c <= last; c++ {
-			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if err != nil {
 				return os.NewSyscallError("prctl(PR_CAPBSET_DROP)", err)
 			}
 		}

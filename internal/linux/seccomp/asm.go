@@ -16,6 +16,13 @@ type label int
 type asm struct {
 	items  []item
 	labels int
+	rets   []retLabel // shared returns, emitted by endRets
+}
+
+// retLabel is a label on a shared "return val" instruction.
+type retLabel struct {
+	val uint32
+	l   label
 }
 
 type itemKind uint8
@@ -39,6 +46,27 @@ type item struct {
 const maxSkip = 255 // a conditional jump's reach, in instructions
 
 func (a *asm) newLabel() label { a.labels++; return label(a.labels) }
+
+// ret returns a label on an instruction that returns val, shared by every jump to
+// it; endRets places those instructions.
+func (a *asm) ret(val uint32) label {
+	for _, r := range a.rets {
+		if r.val == val {
+			return r.l
+		}
+	}
+	l := a.newLabel()
+	a.rets = append(a.rets, retLabel{val, l})
+	return l
+}
+
+// endRets emits the shared returns asked for with ret.
+func (a *asm) endRets() {
+	for _, r := range a.rets {
+		a.mark(r.l)
+		a.emit(bpf.RetConstant{Val: r.val})
+	}
+}
 
 func (a *asm) emit(ins bpf.Instruction) { a.items = append(a.items, item{kind: kPlain, ins: ins}) }
 

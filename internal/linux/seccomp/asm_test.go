@@ -86,3 +86,29 @@ func TestAsmRejectsBadLabels(t *testing.T) {
 		t.Error("jump to unmarked labels assembled")
 	}
 }
+
+// TestAsmSharedReturns checks that jumps to the same ret label share one instruction.
+func TestAsmSharedReturns(t *testing.T) {
+	var a asm
+	next := a.newLabel()
+	a.emit(bpf.LoadAbsolute{Off: 0, Size: 4})
+	a.jumpIf(bpf.JumpEqual, 1, a.ret(10), next)
+	a.mark(next)
+	a.jumpIf(bpf.JumpEqual, 2, a.ret(10), a.ret(20))
+	a.endRets()
+	insns, err := a.assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(insns) != 5 {
+		t.Fatalf("%d instructions, want 5 (a load, two jumps, two returns): %v", len(insns), insns)
+	}
+	m := newVM(t, insns)
+	for in, want := range map[uint32]uint32{1: 10, 2: 10, 3: 20} {
+		b := make([]byte, 64)
+		binary.BigEndian.PutUint32(b, in)
+		if got, err := m.Run(b); err != nil || uint32(got) != want {
+			t.Errorf("input %d: got %d (%v), want %d", in, got, err, want)
+		}
+	}
+}

@@ -47,12 +47,34 @@ func Arches() []string {
 	return slices.Sorted(maps.Keys(arches))
 }
 
+//go:generate go run gen.go
+
 // Program returns the filter for GOARCH arch ("amd64" or "arm64"), ready for [Install].
 //
 // It first kills the process if the call entered through another architecture (i386 int 0x80
 // on amd64, AArch32 on arm64), answers ENOSYS to x32 calls on amd64, then finds the call's
 // rules by binary search on the syscall number; calls without a matching rule are allowed.
+//
+// The program depends only on the table and the architecture, so it is compiled at
+// development time: Program returns a copy of the one program_<arch>_gen.go holds, which
+// TestPrecompiled checks equals what [Compile] makes of the table now (after a change to
+// the table, run go generate ./internal/linux/seccomp).
 func Program(arch string) ([]bpf.RawInstruction, error) {
+	var prog []bpf.RawInstruction
+	switch arch {
+	case "amd64":
+		prog = programAMD64
+	case "arm64":
+		prog = programARM64
+	default:
+		return nil, fmt.Errorf("seccomp program for %q: %w", arch, ErrUnsupportedArch)
+	}
+	return slices.Clone(prog), nil
+}
+
+// Compile builds the filter [Program] returns from the table, for GOARCH arch. Only the
+// generator (gen.go) and the tests need it.
+func Compile(arch string) ([]bpf.RawInstruction, error) {
 	info, ok := arches[arch]
 	if !ok {
 		return nil, fmt.Errorf("seccomp program for %q: %w", arch, ErrUnsupportedArch)
@@ -170,13 +192,12 @@ func compile(info archInfo, nums map[string]int, rules []Rule) ([]bpf.Instructio
 		// ENOSYS, not kill: it is what kernels without x32 support (most distributions')
 		// answer, so a probing program behaves as it would on a stock host, and the call
 		// never runs either way.
-		x32, native := a.newLabel(), a.newLabel()
-		a.jumpIf(bpf.JumpBitsSet, x32Bit, x32, native)
-		a.mark(x32)
-		a.emit(bpf.RetConstant{Val: retErrno | uint32(ENOSYS)})
+		native := a.newLabel()
+		a.jumpIf(bpf.JumpBitsSet, x32Bit, a.ret(retErrno|uint32(ENOSYS)), native)
 		a.mark(native)
 	}
 	a.search(bs)
+	a.endRets()
 	insns, err := a.assemble()
 	if err != nil {
 		return nil, err
@@ -191,14 +212,30 @@ func compile(info archInfo, nums map[string]int, rules []Rule) ([]bpf.Instructio
 // it emits ends in a return, so code that follows is reached only by jumps.
 func (a *asm) search(bs []block) {
 	if len(bs) <= leafSize {
-		for _, b := range bs {
-			match, next := a.newLabel(), a.newLabel()
-			a.jumpIf(bpf.JumpEqual, b.nr, match, next)
-			a.mark(match)
-			a.rules(b.rules)
-			a.mark(next)
+		// A mismatch on the leaf's last number, and a match on a number whose rule is
+		// unconditional, jump straight to a return the whole program shares (asm.ret):
+		// fewer instructions for the kernel to check, translate and JIT.
+		for i, b := range bs {
+			last := i == len(bs)-1
+			next := a.ret(retAllow)
+			if !last {
+				next = a.newLabel()
+			}
+			if r := b.rules[0]; len(r.Args) == 0 {
+				a.jumpIf(bpf.JumpEqual, b.nr, a.ret(retErrno|uint32(r.Errno)), next)
+			} else {
+				match := a.newLabel()
+				a.jumpIf(bpf.JumpEqual, b.nr, match, next)
+				a.mark(match)
+				a.rules(b.rules)
+			}
+			if !last {
+				a.mark(next)
+			}
 		}
-		a.emit(bpf.RetConstant{Val: retAllow})
+		if len(bs) == 0 {
+			a.emit(bpf.RetConstant{Val: retAllow})
+		}
 		return
 	}
 	mid := len(bs) / 2

@@ -165,7 +165,49 @@ func TestProgramArches(t *testing.T) {
 		if _, err := Program(arch); !errors.Is(err, ErrUnsupportedArch) {
 			t.Errorf("Program(%q) error = %v, want ErrUnsupportedArch", arch, err)
 		}
+		if _, err := Compile(arch); !errors.Is(err, ErrUnsupportedArch) {
+			t.Errorf("Compile(%q) error = %v, want ErrUnsupportedArch", arch, err)
+		}
 	}
+}
+
+// TestPrecompiled checks that the programs Program returns, which gen.go wrote into
+// program_<arch>_gen.go, are exactly what the table compiles to now.
+func TestPrecompiled(t *testing.T) {
+	const regen = "run go generate ./internal/linux/seccomp"
+	for _, arch := range Arches() {
+		want, err := Compile(arch)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", arch, err)
+		}
+		got, err := Program(arch)
+		if err != nil {
+			t.Fatalf("Program(%q): %v (no precompiled program: %s)", arch, err, regen)
+		}
+		if i := firstDiff(got, want); i >= 0 {
+			t.Errorf("%s: program_%s_gen.go (%d instructions) is not what the table compiles to (%d instructions); first difference at instruction %d: %s",
+				arch, arch, len(got), len(want), i, regen)
+		}
+		// Program hands out a copy: a caller can't change what the next one installs.
+		orig := slices.Clone(got)
+		got[0].K ^= 1
+		if again, _ := Program(arch); firstDiff(again, orig) >= 0 {
+			t.Errorf("%s: changing Program's result changed the precompiled program", arch)
+		}
+	}
+}
+
+// firstDiff returns the index of the first instruction where a and b differ, or -1.
+func firstDiff(a, b []bpf.RawInstruction) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }
 
 // TestProgramShape checks the program uses only what the kernel's seccomp checker accepts and
@@ -678,6 +720,18 @@ func BenchmarkProgram(b *testing.B) {
 			var raw []bpf.RawInstruction
 			for b.Loop() {
 				raw, _ = Program(arch)
+			}
+			b.ReportMetric(float64(len(raw)), "insns")
+		})
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	for _, arch := range Arches() {
+		b.Run(arch, func(b *testing.B) {
+			var raw []bpf.RawInstruction
+			for b.Loop() {
+				raw, _ = Compile(arch)
 			}
 			b.ReportMetric(float64(len(raw)), "insns")
 		})
