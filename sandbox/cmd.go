@@ -130,12 +130,12 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, dirs: newDirCache()}
+	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, record: ph.record, dirs: newDirCache()}
 	if c.FileEvents != nil && c.Events != nil {
 		o.bait = baitSockets(c.Policy, os.Environ()) // only the FUSE masks report them
 	}
 	if o.denyRead, o.denyWrite, err = ignoreRules(c.Policy, o.dirs); err != nil {
-		ph.release(nil)
+		ph.release()
 		return err
 	}
 	if len(o.denyRead) > 0 {
@@ -149,13 +149,10 @@ func (c *Cmd) Start() error {
 	}
 	p, err := newPlan(c.Policy, o)
 	if err != nil {
-		ph.release(nil)
+		ph.release() // removes what it made before it failed
 		return err
 	}
-	if err := ph.record(p.placeholders); err != nil {
-		ph.release(p.placeholders)
-		return err
-	}
+	ph.recorded()
 	c.placeholders = ph
 	// The network is always served: with nothing allowed, the proxy still answers
 	// and says why each connection is refused.
@@ -188,11 +185,10 @@ func (c *Cmd) Start() error {
 	}
 	proc, err := c.start(s, env, srv)
 	if err != nil {
-		c.placeholders.release(p.placeholders)
+		c.placeholders.release()
 		return err
 	}
 	c.proc = proc
-	c.placeholders.created = p.placeholders
 	return nil
 }
 
@@ -245,7 +241,7 @@ func (c *Cmd) Wait() error {
 	// namespace mode says while init is still exiting; the direct mode, after its
 	// Wait. Not before: removing a placeholder on the host detaches the sandbox's
 	// cover of it, and a live process of the sandbox could then create the path.
-	release := sync.OnceFunc(func() { c.placeholders.release(c.placeholders.created) })
+	release := sync.OnceFunc(c.placeholders.release)
 	if e, ok := c.proc.(ender); ok {
 		go func() { <-e.Ended(); release() }()
 	}

@@ -82,9 +82,9 @@ func removePlaceholder(line string) {
 // recorded placeholder that is still an empty directory. A sandbox can't reach the
 // record: it lives in the host's runtime dir, which the sandbox doesn't see.
 type placeholders struct {
-	lock    *os.File
-	dir     string
-	created []placeholder
+	lock *os.File
+	dir  string
+	list *os.File // the record, open for appending while the plan is made
 }
 
 func stateDir() (string, error) {
@@ -126,30 +126,36 @@ func lockPlaceholders() (*placeholders, error) {
 
 func (p *placeholders) listPath() string { return filepath.Join(p.dir, "placeholders") }
 
-// record notes placeholders created by this run, before the sandbox starts.
-func (p *placeholders) record(list []placeholder) error {
-	if len(list) == 0 {
-		return nil
+// record notes a placeholder before it is created: a run that fails or is killed
+// between creating and recording would leave a placeholder no run removes, which the
+// next runs would take for the user's own (and show to the sandbox as such).
+func (p *placeholders) record(ph placeholder) error {
+	if p.list == nil {
+		f, err := os.OpenFile(p.listPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		p.list = f
 	}
-	var lines []string
-	for _, ph := range list {
-		lines = append(lines, ph.line())
-	}
-	f, err := os.OpenFile(p.listPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
+	_, err := p.list.WriteString(ph.line() + "\n")
 	return err
 }
 
+// recorded closes the record once the plan is made.
+func (p *placeholders) recorded() {
+	if p != nil && p.list != nil {
+		p.list.Close()
+		p.list = nil
+	}
+}
+
 // release ends this run's hold; if no other run holds the lock, it removes every
-// recorded placeholder that is still an empty directory.
-func (p *placeholders) release(created []placeholder) {
+// recorded placeholder that is still what moat made.
+func (p *placeholders) release() {
 	if p == nil || p.lock == nil {
 		return
 	}
+	p.recorded()
 	defer p.lock.Close()
 	fd := int(p.lock.Fd())
 	_ = syscall.Flock(fd, syscall.LOCK_UN)

@@ -61,7 +61,8 @@ type planner struct {
 	notes        []string
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
-	dirs               *dirCache // listings shared by the walks; nil reads each time
+	record             func(placeholder) error // notes a placeholder before it is made
+	dirs               *dirCache               // listings shared by the walks; nil reads each time
 }
 
 // planOptions are the parts of a plan that don't come from the policy.
@@ -76,13 +77,16 @@ type planOptions struct {
 	files []spec.Mount
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
+	// record, when set, notes each placeholder before it is created
+	// (placeholders.record).
+	record func(placeholder) error
 	// dirs, when set, holds the directory listings read for the plan (ignoreRules
 	// fills it first), so each directory is read once.
 	dirs *dirCache
 }
 
 func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
-	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, dirs: o.dirs}
+	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, record: o.record, dirs: o.dirs}
 	if o.createPlaceholders {
 		p.notes = append(p.notes, createDirs(pol)...)
 	}
@@ -608,6 +612,11 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 		ph.content = *fileContent
 	}
 	if p.createPlaceholders {
+		if p.record != nil {
+			if err := p.record(ph); err != nil {
+				return fmt.Errorf("record placeholder %s: %w", target, err)
+			}
+		}
 		if err := ph.create(); err != nil {
 			return fmt.Errorf("create placeholder for protected path %s: %w", target, err)
 		}

@@ -44,18 +44,14 @@ func BenchmarkStartPlan(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				o := planOptions{extraDeny: hostSockets(pol, os.Environ()), createPlaceholders: true, dirs: newDirCache()}
+				o := planOptions{extraDeny: hostSockets(pol, os.Environ()), createPlaceholders: true, record: ph.record, dirs: newDirCache()}
 				if o.denyRead, o.denyWrite, err = ignoreRules(pol, o.dirs); err != nil {
 					b.Fatal(err)
 				}
-				p, err := newPlan(pol, o)
-				if err != nil {
+				if _, err := newPlan(pol, o); err != nil {
 					b.Fatal(err)
 				}
-				if err := ph.record(p.placeholders); err != nil {
-					b.Fatal(err)
-				}
-				ph.release(p.placeholders)
+				ph.release()
 			}
 		})
 	}
