@@ -192,6 +192,15 @@ func testNamedSockets(t *testing.T) {
 		return
 	}
 	log := testmoat.ReadFile(t, events)
+	// Control: a run that doesn't go near them reports none (init's own requests,
+	// as it mounts the covers, are not the command's).
+	quiet := filepath.Join(b.root, "quiet.jsonl")
+	if qr := b.run(opts{flags: []string{"--events", quiet}, env: []string{"SSH_AUTH_SOCK=" + agent}, argv: []string{"true"}}); qr.code != 0 || !testmoat.Exists(quiet) {
+		t.Fatalf("control: the quiet run failed or wrote no event log:\n%s", qr)
+	}
+	if q := testmoat.ReadFile(t, quiet); strings.Contains(q, `"proto":"socket"`) {
+		t.Errorf("socket events from a run that touched no socket:\n%s", q)
+	}
 	for _, path := range []string{agent, filepath.Join(b.xdg, "bus")} {
 		var ev struct{ Kind, Action, Proto, Host, Reason, Rule, Hint string }
 		found := false
@@ -218,6 +227,35 @@ func testNamedSockets(t *testing.T) {
 // testPrivilegesAndNetwork: no capabilities, no_new_privs, the outer uid, nosuid
 // everywhere; no network but the sandbox's own loopback.
 func testPrivilegesAndNetwork(t *testing.T) {
+	// Landlock, the second layer, holds where the mount view alone would let a write
+	// through: the sandbox's /dev is a tmpfs mounted read-write and owned by the
+	// command's own uid, so only an LSM can refuse a new file there. Init applies
+	// Landlock to the one thread it forks the command from; this checks the command
+	// got it.
+	t.Run("landlock_second_layer", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		r := b.run(opts{script: `grep ' /dev ' /proc/self/mountinfo | tail -n 1 > devmount
+stat -c '%u' /dev > devowner
+mkdir /dev/moat-x 2> mkdir.err; echo "mkdir=$?" > results
+touch /dev/moat-y 2> touch.err; echo "touch=$?" >> results
+sh -c 'echo x > /dev/moat-z' 2> write.err; echo "write=$?" >> results
+exit 0`})
+		mount := testmoat.ReadFile(t, filepath.Join(b.ws, "devmount"))
+		if !strings.Contains(mount, " /dev rw,") || !strings.Contains(mount, " tmpfs ") {
+			t.Fatalf("control: the sandbox's /dev is not a read-write tmpfs, so this proves nothing: %q\n%s", mount, r)
+		}
+		if got := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "devowner"))); got != strconv.Itoa(os.Getuid()) {
+			t.Fatalf("control: /dev inside is owned by %s, not the command's uid %d", got, os.Getuid())
+		}
+		res := testmoat.KeyValues(strings.ReplaceAll(testmoat.ReadFile(t, filepath.Join(b.ws, "results")), "=", " "))
+		for _, op := range []string{"mkdir", "touch", "write"} {
+			msg := testmoat.ReadFile(t, filepath.Join(b.ws, op+".err"))
+			if res[op] == "0" || !strings.Contains(msg, "Permission denied") {
+				t.Errorf("%s in /dev: status %q, %q; want Permission denied from Landlock", op, res[op], msg)
+			}
+		}
+	})
 	t.Run("privileges", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
