@@ -93,7 +93,29 @@ func stateDir() (string, error) {
 			return filepath.Join(rt, "moat"), nil
 		}
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("moat-%d", os.Getuid())), nil
+	return filepath.Join(os.TempDir(), fmt.Sprintf("moat-%d", parentUID(os.Getuid()))), nil
+}
+
+// parentUID is uid as the parent user namespace sees it (itself outside any), so that
+// one user's runs share one state dir in the shared /tmp whatever namespace they run in:
+// inside `unshare -r` a user is uid 0, and /tmp/moat-0 is the real root's.
+func parentUID(uid int) int {
+	data, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return uid
+	}
+	return mapUID(string(data), uid)
+}
+
+// mapUID maps uid through a uid_map's lines ("inside outside count").
+func mapUID(uidMap string, uid int) int {
+	for _, line := range strings.Split(uidMap, "\n") {
+		var inside, outside, count int
+		if n, _ := fmt.Sscan(line, &inside, &outside, &count); n == 3 && uid >= inside && uid-inside < count {
+			return outside + (uid - inside)
+		}
+	}
+	return uid
 }
 
 func lockPlaceholders() (*placeholders, error) {

@@ -46,3 +46,24 @@ func TestPlaceholdersOfAnEndedRun(t *testing.T) {
 		t.Errorf("the killed run's placeholder is still there after the next run ended (%v)", err)
 	}
 }
+
+// The state dir in /tmp is named by the uid the parent namespace sees, so that a user's
+// runs inside `unshare -r` (uid 0 there) don't collide with the real root's /tmp/moat-0.
+func TestMapUID(t *testing.T) {
+	for _, c := range []struct {
+		uidMap    string
+		uid, want int
+	}{
+		{"         0          0 4294967295\n", 1001, 1001}, // the initial namespace
+		{"         0       1001          1\n", 0, 1001},    // unshare -r as uid 1001
+		{"      1001       1001          1\n", 1001, 1001},
+		{"         0     100000      65536\n", 1000, 101000}, // a container's range
+		{"         0     100000      65536\n", 70000, 70000}, // unmapped: left as it is
+		{"", 5, 5},
+		{"garbage\n0 7 1\n", 0, 7},
+	} {
+		if got := mapUID(c.uidMap, c.uid); got != c.want {
+			t.Errorf("mapUID(%q, %d) = %d, want %d", c.uidMap, c.uid, got, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -63,41 +64,49 @@ func TestDirectMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name, run string
-		want      []string // subtests that must pass
-	}{
-		{"escape_suite", "^TestEscape$/^(" + strings.Join(directEscapes, "|") + ")$", directEscapes},
-		{"direct_checks", "^TestDirectInside$", directChecks},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			cmd, err := userns0.Command(exe, "-test.run="+c.run, "-test.count=1", "-test.v")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The same moat binary and base directory: the evidence lands on the host.
-			cmd.Env = append(cmd.Env, inUserns0Env+"=1", "MOAT_BIN="+moatBin, "MOAT_ESCAPE_DIR="+baseDir)
-			out, err := cmd.CombinedOutput()
-			passed := map[string]bool{}
-			for _, m := range regexp.MustCompile(`(?m)^\s*--- PASS: (\S+)`).FindAllStringSubmatch(string(out), -1) {
-				passed[m[1]] = true
-			}
-			var missing []string
-			for _, name := range c.want {
-				parent := "TestEscape/"
-				if c.name == "direct_checks" {
-					parent = "TestDirectInside/"
+	// As the caller's own uid with no capabilities, and as `unshare -r` leaves a user who
+	// then sets the limit: uid 0 with the namespace's capabilities.
+	hosts := []struct {
+		name    string
+		command func(string, ...string) (*exec.Cmd, error)
+	}{{"own_uid", userns0.Command}, {"mapped_root", userns0.CommandAsRoot}}
+	for _, h := range hosts {
+		for _, c := range []struct {
+			name, run string
+			want      []string // subtests that must pass
+		}{
+			{"escape_suite", "^TestEscape$/^(" + strings.Join(directEscapes, "|") + ")$", directEscapes},
+			{"direct_checks", "^TestDirectInside$", directChecks},
+		} {
+			t.Run(h.name+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				cmd, err := h.command(exe, "-test.run="+c.run, "-test.count=1", "-test.v")
+				if err != nil {
+					t.Fatal(err)
 				}
-				if !passed[parent+name] {
-					missing = append(missing, name)
+				// The same moat binary and base directory: the evidence lands on the host.
+				cmd.Env = append(cmd.Env, inUserns0Env+"=1", "MOAT_BIN="+moatBin, "MOAT_ESCAPE_DIR="+baseDir)
+				out, err := cmd.CombinedOutput()
+				passed := map[string]bool{}
+				for _, m := range regexp.MustCompile(`(?m)^\s*--- PASS: (\S+)`).FindAllStringSubmatch(string(out), -1) {
+					passed[m[1]] = true
 				}
-			}
-			if err != nil || len(missing) > 0 {
-				t.Fatalf("inside the simulated host without user namespaces: %v; not passed: %v\n%s", err, missing, out)
-			}
-			t.Logf("inside: %d passed, %d skipped", len(passed), strings.Count(string(out), "--- SKIP"))
-		})
+				var missing []string
+				for _, name := range c.want {
+					parent := "TestEscape/"
+					if c.name == "direct_checks" {
+						parent = "TestDirectInside/"
+					}
+					if !passed[parent+name] {
+						missing = append(missing, name)
+					}
+				}
+				if err != nil || len(missing) > 0 {
+					t.Fatalf("inside the simulated host without user namespaces: %v; not passed: %v\n%s", err, missing, out)
+				}
+				t.Logf("inside: %d passed, %d skipped", len(passed), strings.Count(string(out), "--- SKIP"))
+			})
+		}
 	}
 }
 

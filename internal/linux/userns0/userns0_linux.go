@@ -33,6 +33,8 @@ const envKey = "MOAT_USERNS0_EXEC"
 type request struct {
 	Path string   `json:"path"`
 	Args []string `json:"args"`
+	// KeepCaps leaves the namespace's capabilities to the command (CommandAsRoot).
+	KeepCaps bool `json:"keepCaps,omitempty"`
 }
 
 func init() {
@@ -60,8 +62,10 @@ func enter(v string) error {
 	}
 	// An empty bounding set means no later execve grants a capability: not to uid 0 (the
 	// caller's root, mapped to itself), not through file capabilities.
-	if err := privs.DropCapabilities(); err != nil {
-		return err
+	if !r.KeepCaps {
+		if err := privs.DropCapabilities(); err != nil {
+			return err
+		}
 	}
 	return syscall.Exec(r.Path, r.Args, os.Environ())
 }
@@ -71,26 +75,43 @@ func enter(v string) error {
 // themselves) and no capabilities. It works as root and as an unprivileged user, wherever
 // that user can create a user namespace; it fails if name isn't found.
 func Command(name string, args ...string) (*exec.Cmd, error) {
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(request{Path: path, Args: append([]string{name}, args...)})
-	if err != nil {
-		return nil, err
-	}
 	uid, gid := os.Geteuid(), os.Getegid()
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{name}
-	cmd.Env = append(os.Environ(), envKey+"="+string(b))
-	cmd.SysProcAttr = &syscall.SysProcAttr{
+	return command(request{}, name, args, &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		// A non-zero uid keeps no capability across execve without these; init uses
 		// them to write the sysctl and empty the bounding set, then drops them.
 		AmbientCaps: []uintptr{unix.CAP_SYS_RESOURCE, unix.CAP_SETPCAP},
+	})
+}
+
+// CommandAsRoot is Command the way `unshare -r sh -c 'echo 0 >
+// /proc/sys/user/max_user_namespaces; ...'` does it: the caller's uid and gid are 0 in the
+// new namespace, and the command keeps every capability there (none over the host's
+// files, mounts or network, which belong to the parent namespace).
+func CommandAsRoot(name string, args ...string) (*exec.Cmd, error) {
+	return command(request{KeepCaps: true}, name, args, &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+	})
+}
+
+func command(r request, name string, args []string, attr *syscall.SysProcAttr) (*exec.Cmd, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, err
 	}
+	r.Path, r.Args = path, append([]string{name}, args...)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{name}
+	cmd.Env = append(os.Environ(), envKey+"="+string(b))
+	cmd.SysProcAttr = attr
 	return cmd, nil
 }
 

@@ -115,3 +115,25 @@ func TestProbe(t *testing.T) {
 		t.Errorf("user namespaces are missing outside too: %s", outside.Detail)
 	}
 }
+
+// TestAsRoot: CommandAsRoot is `unshare -r`: uid and gid 0 inside with every capability
+// of the namespace, which still can't make another user namespace.
+func TestAsRoot(t *testing.T) {
+	skipUnlessAvailable(t)
+	cmd, err := userns0.CommandAsRoot("sh", "-c", `id -u; id -g; grep '^CapEff:' /proc/self/status; cat /proc/sys/user/max_user_namespaces; unshare -U true && echo unshared`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := cmd.CombinedOutput()
+	out := strings.TrimSpace(string(b))
+	if strings.Contains(out, "unshared") {
+		t.Fatalf("unshare -U worked inside: %s", out)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 4 || lines[0] != "0" || lines[1] != "0" || lines[3] != "0" {
+		t.Fatalf("want uid 0, gid 0, max_user_namespaces 0 inside: %s", out)
+	}
+	if strings.HasSuffix(lines[2], "0000000000000000") {
+		t.Errorf("no capabilities inside, want the namespace's: %s", lines[2])
+	}
+}

@@ -16,5 +16,8 @@ var errLinux = fmt.Errorf("%w: user namespaces are Linux-only, this is %s", erro
 // Command fails: user namespaces are Linux-only.
 func Command(name string, args ...string) (*exec.Cmd, error) { return nil, errLinux }
 
+// CommandAsRoot fails: user namespaces are Linux-only.
+func CommandAsRoot(name string, args ...string) (*exec.Cmd, error) { return nil, errLinux }
+
 // Available fails: user namespaces are Linux-only.
 func Available() error { return errLinux }
