@@ -37,6 +37,11 @@ type Cmd struct {
 	// direct mode, and the line names what that mode can't enforce there. nil
 	// means os.Stderr.
 	Notice io.Writer
+	// Direct runs the command in the direct mode (README "Hosts without user
+	// namespaces") even where user namespaces work: for trying that mode out and
+	// testing it. It is weaker than the namespace mode; Notice gets the line that
+	// says how. The policy's requireNamespaces refuses it.
+	Direct bool
 	// Events, when set, is called for every connection and DNS lookup the proxy
 	// allows or refuses, from many goroutines at once.
 	Events func(Event)

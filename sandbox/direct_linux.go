@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,30 +65,39 @@ const minScopedABI = 6
 
 const readmeSection = `README "Hosts without user namespaces"`
 
-// startDirect runs s in the direct mode, with the proxy on a host loopback port. why is
-// how the kernel refused the namespaces.
-func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, why syscall.Errno) (process, error) {
-	reason := "creating one failed: " + why.Error()
+// startDirect runs s in the direct mode, with the proxy on a host loopback port.
+// refused is how the kernel refused the namespaces, or "" when Cmd.Direct asked for
+// the direct mode.
+func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused string) (process, error) {
+	situation := "user namespaces are unavailable (" + refused + ")"
+	if refused == "" {
+		situation = "the direct mode was asked for"
+	}
 	if rn := c.Policy.RequireNamespaces; rn.On {
 		undo := "remove " + rn.Origin
 		if strings.HasPrefix(rn.Origin, "flag ") {
 			undo = "run without --no-fallback"
 		}
+		if refused == "" {
+			return nil, &SetupError{Stage: "namespaces",
+				Err:      fmt.Errorf("%s, and %s forbids running without namespaces", situation, rn.Origin),
+				HintText: "run without --direct, or " + undo}
+		}
 		return nil, &SetupError{Stage: "namespaces",
-			Err: fmt.Errorf("user namespaces are unavailable (%s), and %s forbids running without them", reason, rn.Origin),
+			Err: fmt.Errorf("%s, and %s forbids running without them", situation, rn.Origin),
 			HintText: "run 'moat doctor' to see why user namespaces are unavailable and how to allow them\n" +
 				"or " + undo + " to run in the direct mode: Landlock, seccomp and supervision (see " + readmeSection + ")"}
 	}
 	abi, err := direct.LandlockABI()
 	if err != nil {
 		return nil, &SetupError{Stage: "landlock",
-			Err:      fmt.Errorf("user namespaces are unavailable (%s), and without them moat needs Landlock: %w", reason, err),
+			Err:      fmt.Errorf("%s, and without namespaces moat needs Landlock: %w", situation, err),
 			HintText: "run 'moat doctor' to see how to enable user namespaces or Landlock"}
 	}
 	if abi < minScopedABI && !c.Policy.AllowUnscopedSignals.On {
 		return nil, &SetupError{Stage: "landlock",
-			Err: fmt.Errorf("user namespaces are unavailable (%s), and this kernel's Landlock (ABI %d) can't confine signals to the sandbox (ABI %d, Linux 6.12, can): without a pid namespace the command could signal every process of yours, moat's own included",
-				reason, abi, minScopedABI),
+			Err: fmt.Errorf("%s, and this kernel's Landlock (ABI %d) can't confine signals to the sandbox (ABI %d, Linux 6.12, can): without a pid namespace the command could signal every process of yours, moat's own included",
+				situation, abi, minScopedABI),
 			HintText: "allow user namespaces (run 'moat doctor'), or use Linux 6.12 or newer\n" +
 				"or accept that risk with \"moat\": {\"allowUnscopedSignals\": true} in the user config (see " + readmeSection + ")"}
 	}
@@ -102,15 +112,25 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, why sys
 		// Listed host loopback ports: reachable directly, as in the namespace mode.
 		tcp = append(tcp, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)))
 	}
+	// DNS: the sandbox shares the host's resolv.conf, and UDP is refused. glibc's
+	// resolver is told to use TCP (RES_OPTIONS use-vc), and the broker connects those
+	// connections to the stub instead of the nameserver.
+	dnsLn, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return nil, &SetupError{Stage: "network", Err: fmt.Errorf("DNS stub listener on the host's loopback: %w", err)}
+	}
 	pol := connbroker.Policy{
 		TCP:          tcp,
 		Unix:         c.directUnixSockets(s.Mounts, env),
 		LocalBinding: c.Policy.Network.AllowLocalBinding,
+		DNS:          nameservers(hostResolvConf),
+		DNSStub:      dnsLn.Addr().(*net.TCPAddr).AddrPort(),
 	}
 	ds := &direct.Spec{
 		Spec: spec.Spec{
 			Argv:     s.Argv,
-			Env:      proxyEnv(env, proxyAddr, c.ProxyConnector),
+			Env:      withResolverOption(proxyEnv(env, proxyAddr, c.ProxyConnector), "use-vc"),
 			Dir:      s.Dir,
 			Mounts:   directMounts(s.Mounts),
 			Writable: s.Writable,
@@ -120,14 +140,14 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, why sys
 		AllowUnscopedSignals: c.Policy.AllowUnscopedSignals.On,
 	}
 	if c.Debug != nil {
-		fmt.Fprintf(c.Debug, "moat: debug: direct mode: user namespaces unavailable (%s); Landlock ABI %d\n", reason, abi)
+		fmt.Fprintf(c.Debug, "moat: debug: direct mode: %s; Landlock ABI %d\n", situation, abi)
 		fmt.Fprintf(c.Debug, "moat: debug: direct mode: proxy on %s; unix sockets allowed: %q; local binding %v\n", proxyAddr, pol.Unix, pol.LocalBinding)
 	}
 	notice := c.Notice
 	if notice == nil {
 		notice = os.Stderr
 	}
-	fmt.Fprintln(notice, directNote(reason, abi))
+	fmt.Fprintln(notice, directNote(situation, abi))
 
 	var onEvent func(connbroker.Event)
 	if c.Events != nil {
@@ -140,35 +160,85 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, why sys
 	p, err := direct.Start(ds, c.Stdin, c.Stdout, c.Stderr, onEvent)
 	if err != nil {
 		ln.Close()
+		dnsLn.Close()
 		return nil, &SetupError{Stage: "direct", Err: err}
 	}
-	dp := &directProcess{Process: p, srv: srv, ln: ln, served: make(chan struct{})}
+	dp := &directProcess{Process: p, srv: srv, lns: []net.Listener{ln, dnsLn}}
+	dp.served.Add(2)
 	go func() {
-		defer close(dp.served)
+		defer dp.served.Done()
 		srv.Serve(ln)
+	}()
+	go func() {
+		defer dp.served.Done()
+		srv.ServeDNSTCP(dnsLn)
 	}()
 	return dp, nil
 }
 
-// directProcess is a direct-mode sandbox whose proxy the supervisor serves until it ends.
+// directProcess is a direct-mode sandbox whose proxy and DNS stub the supervisor
+// serves until it ends.
 type directProcess struct {
 	*direct.Process
 	srv    *proxy.Server
-	ln     net.Listener
-	served chan struct{}
+	lns    []net.Listener
+	served sync.WaitGroup
 }
 
 func (p *directProcess) Wait() (spec.Result, error) {
 	res, err := p.Process.Wait()
 	p.srv.Close()
-	p.ln.Close()
-	<-p.served
+	for _, ln := range p.lns {
+		ln.Close()
+	}
+	p.served.Wait()
 	return res, err
 }
 
-// directNote is the line that says the direct mode is in use and what it can't do on
-// a kernel with Landlock ABI abi; internal/linux/direct's doc has the details.
-func directNote(reason string, abi int) string {
+// hostResolvConf is the resolver configuration the command reads in the direct mode:
+// the host's.
+const hostResolvConf = "/etc/resolv.conf"
+
+// nameservers returns port 53 of each nameserver path lists, or glibc's default
+// (the local host) when it lists none or can't be read.
+func nameservers(path string) []netip.AddrPort {
+	var out []netip.AddrPort
+	if data, err := os.ReadFile(path); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "nameserver" {
+				continue
+			}
+			if a, err := netip.ParseAddr(f[1]); err == nil {
+				out = append(out, netip.AddrPortFrom(a.Unmap().WithZone(""), 53))
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:53"), netip.MustParseAddrPort("[::1]:53")}
+	}
+	return out
+}
+
+// withResolverOption adds opt to RES_OPTIONS, which glibc's resolver reads after
+// resolv.conf.
+func withResolverOption(env []string, opt string) []string {
+	out := make([]string, 0, len(env)+1)
+	val := opt
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "RES_OPTIONS="); ok {
+			val = strings.TrimSpace(strings.TrimSpace(v) + " " + opt)
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "RES_OPTIONS="+val)
+}
+
+// directNote is the line that says the direct mode is in use, in which situation, and
+// what it can't do on a kernel with Landlock ABI abi; internal/linux/direct's doc has
+// the details.
+func directNote(situation string, abi int) string {
 	gaps := []string{
 		"names (not contents) in denied directories and the host's /tmp stay listable",
 		"other processes' command lines stay readable",
@@ -179,13 +249,14 @@ func directNote(reason string, abi int) string {
 	if abi < minScopedABI {
 		gaps = append(gaps, fmt.Sprintf("signals to your other processes (Landlock ABI %d < %d, allowed by moat.allowUnscopedSignals)", abi, minScopedABI))
 	}
-	return "moat: note: user namespaces are unavailable (" + reason + "); running in direct mode: Landlock + seccomp + supervision; " +
+	return "moat: note: " + situation + "; running in direct mode: Landlock + seccomp + supervision; " +
 		"not enforced here: " + strings.Join(gaps, ", ") + "; " +
-		"unavailable: DNS (names resolve through the proxy only), /dev/shm, abstract unix sockets; see " + readmeSection
+		"unavailable: DNS over UDP (glibc's lookups are switched to TCP, which moat's stub answers), /dev/shm, abstract unix sockets; see " + readmeSection
 }
 
 // directMounts keeps the plan's steps the direct mode turns into Landlock rights. It
-// drops the sandbox's resolv.conf (no DNS stub: names resolve through the proxy) and the
+// drops the sandbox's resolv.conf (the command reads the host's; the broker takes its
+// nameservers' TCP connections to the DNS stub) and the
 // covers of host sockets: the connection broker refuses every unix socket the policy
 // doesn't list, wherever it is, and a cover would only guard its directory needlessly.
 func directMounts(ms []spec.Mount) []spec.Mount {
@@ -262,9 +333,9 @@ const (
 )
 
 // brokerEvent turns a call the connection broker decided into a run event. Connections
-// to the proxy are left out: the proxy reports what goes through it.
+// to the proxy and to the DNS stub are left out: they report what goes through them.
 func brokerEvent(e connbroker.Event, proxyAddr netip.AddrPort) (Event, bool) {
-	if e.Allowed && e.Call == "connect" && e.Addr == proxyAddr.String() {
+	if e.Allowed && e.Call == "connect" && (e.Addr == proxyAddr.String() || e.Reason == connbroker.ReasonDNS) {
 		return Event{}, false
 	}
 	ev := Event{Time: time.Now(), Kind: "net", Action: "allow", Proto: protoSocket, Addr: e.Addr, Rule: e.Reason, Detail: e.String()}

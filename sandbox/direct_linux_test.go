@@ -45,7 +45,7 @@ func TestDirectNote(t *testing.T) {
 		{4, []string{"signals to your other processes (Landlock ABI 4 < 6, allowed by moat.allowUnscopedSignals)"}, []string{"truncate"}},
 		{2, []string{"truncate(2)", "signals"}, nil},
 	} {
-		note := directNote("creating one failed: no space left on device", c.abi)
+		note := directNote("user namespaces are unavailable (creating one failed: no space left on device)", c.abi)
 		if strings.Contains(note, "\n") || !strings.HasPrefix(note, "moat: note: user namespaces are unavailable (creating one failed: no space left on device); running in direct mode: ") ||
 			!strings.HasSuffix(note, `see README "Hosts without user namespaces"`) {
 			t.Errorf("ABI %d: not one line of the expected shape: %q", c.abi, note)
@@ -139,5 +139,37 @@ func TestBrokerEvent(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestNameservers(t *testing.T) {
+	dir := t.TempDir()
+	conf := dir + "/resolv.conf"
+	os.WriteFile(conf, []byte("# comment\nsearch example.org\nnameserver 10.0.0.53\nnameserver  fe80::1%eth0 \nnameserver ::ffff:192.0.2.1\nnameserver bogus\noptions ndots:2\n"), 0o644)
+	var got []string
+	for _, ap := range nameservers(conf) {
+		got = append(got, ap.String())
+	}
+	if want := "10.0.0.53:53 [fe80::1]:53 192.0.2.1:53"; strings.Join(got, " ") != want {
+		t.Errorf("nameservers = %q, want %q", got, want)
+	}
+	// None listed, or no file: glibc asks the local host.
+	got = nil
+	for _, ap := range nameservers(dir + "/missing") {
+		got = append(got, ap.String())
+	}
+	if want := "127.0.0.1:53 [::1]:53"; strings.Join(got, " ") != want {
+		t.Errorf("nameservers without a file = %q, want %q", got, want)
+	}
+}
+
+func TestWithResolverOption(t *testing.T) {
+	got := withResolverOption([]string{"A=1", "RES_OPTIONS=ndots:3 ", "B=2"}, "use-vc")
+	if want := "A=1 B=2 RES_OPTIONS=ndots:3 use-vc"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = withResolverOption([]string{"A=1"}, "use-vc")
+	if want := "A=1 RES_OPTIONS=use-vc"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

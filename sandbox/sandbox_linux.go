@@ -34,6 +34,9 @@ func Init() {
 // the command in the direct mode instead (direct_linux.go). env is the command's
 // environment before proxyEnv.
 func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, error) {
+	if c.Direct {
+		return c.startDirect(s, env, srv, "")
+	}
 	var p *launch.Process
 	var err error
 	if sp := c.takeSpawned(); sp != nil {
@@ -55,7 +58,7 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 			if s.FUSE != "" {
 				c.debugf("filesystem denial events unavailable: the direct mode has no covers to serve; reads of hidden paths are refused, unreported")
 			}
-			return c.startDirect(s, env, srv, errno)
+			return c.startDirect(s, env, srv, "creating one failed: "+errno.Error())
 		}
 		return nil, &SetupError{Stage: "namespaces", Err: err,
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
@@ -126,7 +129,7 @@ type spawned struct {
 // terminal would otherwise go to its process group while moat, still planning, may
 // write to it.
 func (c *Cmd) spawn() {
-	if newJobControl(c.TTY) != nil {
+	if c.Direct || newJobControl(c.TTY) != nil {
 		return
 	}
 	// Not in a goroutine: a fork that runs while the plan is made costs the planning

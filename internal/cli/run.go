@@ -30,10 +30,12 @@ func runCmd(args []string, std stdio) error {
 		pf     policyFlags
 		debug  bool
 		events string
+		direct bool
 	)
 	pf.register(fset)
 	fset.BoolVar(&debug, "debug", false, "describe the sandbox on stderr as it is built")
 	fset.StringVar(&events, "events", "", "append the run's events (each connection and lookup allowed or refused, each read of a hidden path) to `FILE` as JSON lines")
+	fset.BoolVar(&direct, "direct", false, "run in the direct mode (Landlock, seccomp and supervision, no namespaces) even where user namespaces work: weaker, for trying that mode out; its note says what it doesn't enforce")
 	fset.BoolVar(&pf.flags.RequireNamespaces, "no-fallback", false, "where user namespaces are unavailable, fail instead of running in the direct mode (as \"moat\": {\"requireNamespaces\": true})")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -89,6 +91,7 @@ func runCmd(args []string, std stdio) error {
 	cmd.Events = log.add
 	cmd.FileEvents = log.addFile
 	cmd.Notice = std.err
+	cmd.Direct = direct
 	if exe, err := os.Executable(); err == nil {
 		cmd.ProxyConnector = exe
 	}

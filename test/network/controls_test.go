@@ -162,7 +162,7 @@ func TestControls(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
 		t1, t2, t3 := token("n"), token("n"), token("n")
-		r := b.onTestHost(h, fmt.Sprintf("getent hosts %s.allowed.moat-test; dig +short +tries=1 +time=5 %s.allowed.moat-test; python3 %s resolve %s.allowed.moat-test",
+		r := b.onTestHost(h, fmt.Sprintf("getent hosts %s.allowed.moat-test; "+dig("+short")+" %s.allowed.moat-test; python3 %s resolve %s.allowed.moat-test",
 			t1, t2, shq(b.client()), t3))
 		h.dns.settle(t)
 		for _, tok := range []string{t1, t2, t3} {

@@ -39,7 +39,7 @@ func TestDNSExfiltration(t *testing.T) {
 func testDNSExfiltration(t *testing.T, d *dnsServer, upstream string, run func(*box, string) result) {
 	b := newBox(t)
 	client := shq(b.client())
-	dig := "dig +tries=1 +time=4 "
+	digc := dig("")
 	controls := map[string]string{} // token -> command
 	secrets := map[string]string{}
 	var script []string
@@ -48,24 +48,31 @@ func testDNSExfiltration(t *testing.T, d *dnsServer, upstream string, run func(*
 		m[tok] = strings.ReplaceAll(cmd, "{T}", tok)
 		script = append(script, m[tok])
 	}
-	add(controls, "c", dig+"+short A {T}.allowed.moat-test")
+	add(controls, "c", digc+"+short A {T}.allowed.moat-test")
 	add(controls, "c", "getent hosts {T}.allowed.moat-test")
 	add(controls, "c", "python3 "+client+" resolve {T}.allowed.moat-test")
-	add(secrets, "s", dig+"A {T}.denied.moat-test")
-	add(secrets, "s", dig+"AAAA {T}.denied.moat-test")
-	add(secrets, "s", dig+"A {T}.other.moat-test")
-	add(secrets, "s", dig+"+tcp A {T}.other.moat-test")
-	add(secrets, "s", dig+"A {T}.OTHER.moat-test.")
-	add(secrets, "s", dig+"TXT {T}.allowed.moat-test")
-	add(secrets, "s", dig+"ANY {T}.allowed.moat-test")
-	add(secrets, "s", dig+"MX {T}.allowed.moat-test")
-	add(secrets, "s", dig+"CNAME {T}.allowed.moat-test")
+	add(secrets, "s", digc+"A {T}.denied.moat-test")
+	add(secrets, "s", digc+"AAAA {T}.denied.moat-test")
+	add(secrets, "s", digc+"A {T}.other.moat-test")
+	add(secrets, "s", digc+"+tcp A {T}.other.moat-test")
+	add(secrets, "s", digc+"A {T}.OTHER.moat-test.")
+	add(secrets, "s", digc+"TXT {T}.allowed.moat-test")
+	add(secrets, "s", digc+"ANY {T}.allowed.moat-test")
+	add(secrets, "s", digc+"MX {T}.allowed.moat-test")
+	add(secrets, "s", digc+"CNAME {T}.allowed.moat-test")
 	add(secrets, "s", "getent hosts {T}.other.moat-test")
 	add(secrets, "s", "python3 "+client+" resolve {T}.denied.moat-test")
 	add(secrets, "s", "getent ahosts {T}.denied.moat-test")
 	var direct []string // straight to the upstream server: no route
 	if upstream != "" {
-		add(secrets, "s", dig+"@"+upstream+" A {T}.allowed.moat-test")
+		// In the direct mode, a TCP connection to the nameserver reaches moat's stub
+		// instead, which resolves an allowed name upstream as getent would: ask it
+		// for a name the policy doesn't allow.
+		name := "allowed"
+		if directMode {
+			name = "other"
+		}
+		add(secrets, "s", digc+"@"+upstream+" A {T}."+name+".moat-test")
 		add(secrets, "s", "python3 "+client+" probe dns:"+upstream+":{T}.allowed.moat-test")
 		direct = script[len(script)-2:]
 	}

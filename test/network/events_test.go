@@ -27,7 +27,7 @@ func TestEventLog(t *testing.T) {
 			"curl --noproxy '' -x http://$MOAT_PROXY -sS -m 5 -o /dev/null http://localhost:" + port + "/",
 			"python3 " + shq(b.client()) + " resolve secret.refused.invalid",
 			"python3 " + shq(b.client()) + " resolve txt-probe.allowed.invalid", // A and AAAA: allowed, and .invalid fails upstream
-		}, "; ") + "; dig +tries=1 +time=3 TXT txt-probe.allowed.invalid || true",
+		}, "; ") + "; " + dig("TXT") + " txt-probe.allowed.invalid || true",
 	})
 	l.settle(t)
 	expectNone(t, l.all(), "the host's loopback listener was reached", r)

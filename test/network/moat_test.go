@@ -161,6 +161,9 @@ func (b *box) run(o opts) result {
 	evf.Close()
 	args = append(args, "--events", evf.Name())
 	args = append(args, o.flags...)
+	if directMode {
+		args = append(args, "--direct")
+	}
 	args = append(args, "--", "sh", "-c", o.script)
 
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)

@@ -33,12 +33,17 @@ type Broker struct {
 // New checks p and opens the allowed unix sockets.
 func New(p Policy) (*Broker, error) {
 	b := &Broker{pol: p, unix: map[fileID]*os.File{}, own: map[uint64]bool{}}
-	b.pol.TCP = nil
-	for _, ap := range p.TCP {
-		if !ap.IsValid() || ap.Port() == 0 {
-			return nil, fmt.Errorf("connection broker: allowed TCP address %v is not an address and port", ap)
+	var err error
+	if b.pol.TCP, err = normalAddrs("allowed TCP address", p.TCP); err != nil {
+		return nil, err
+	}
+	if b.pol.DNS, err = normalAddrs("nameserver", p.DNS); err != nil {
+		return nil, err
+	}
+	if len(p.DNS) > 0 {
+		if _, err := normalAddrs("DNS stub", []netip.AddrPort{p.DNSStub}); err != nil {
+			return nil, err
 		}
-		b.pol.TCP = append(b.pol.TCP, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 	}
 	for _, path := range p.Unix {
 		if len(path) == 0 || path[0] != '/' {
@@ -59,6 +64,19 @@ func New(p Policy) (*Broker, error) {
 		b.unix[fileID{st.Dev, st.Ino}] = os.NewFile(uintptr(fd), path)
 	}
 	return b, nil
+}
+
+// normalAddrs checks that each of aps is an address and port, and unmaps IPv4-mapped
+// IPv6 addresses and drops zones, as addresses read from the process are compared.
+func normalAddrs(what string, aps []netip.AddrPort) ([]netip.AddrPort, error) {
+	var out []netip.AddrPort
+	for _, ap := range aps {
+		if !ap.IsValid() || ap.Port() == 0 {
+			return nil, fmt.Errorf("connection broker: %s %v is not an address and port", what, ap)
+		}
+		out = append(out, netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port()))
+	}
+	return out, nil
 }
 
 // Close releases the allowed sockets' descriptors.
@@ -222,6 +240,14 @@ func (b *Broker) connectInet(n *Notif, sock *os.File, raw []byte) {
 		return
 	}
 	how := "the proxy"
+	if slices.Contains(b.pol.DNS, dst) {
+		// The process's own copy of the address is never used: its socket goes to
+		// the stub, in the family it was made with (an IPv6 socket reaches an IPv4
+		// stub through the mapped address).
+		errno := answer(n, connectRaw(sock.Fd(), encodeInet(family, b.pol.DNSStub)))
+		b.event(Event{Pid: n.Pid, Call: "connect", Addr: addr, Allowed: true, Errno: errno, Reason: ReasonDNS})
+		return
+	}
 	if !slices.Contains(b.pol.TCP, dst) {
 		if !b.pol.LocalBinding || !dst.Addr().IsLoopback() {
 			b.refuse(n, "connect", addr, unix.EACCES, "not the proxy")

@@ -140,6 +140,13 @@ var probes = map[string]func() string{
 		_, err = unix.Write(fd, []byte("hello nonblocking\n"))
 		return first + " then " + result(err)
 	},
+	"tcp to the nameserver": func() string {
+		return dial(unix.AF_INET, unix.SOCK_STREAM, 0, sockaddr(env("NAMESERVER")), "hello dns")
+	},
+	"tcp to the nameserver from an IPv6 socket": func() string {
+		f := strings.Split(env("NAMESERVER"), ":")
+		return dial(unix.AF_INET6, unix.SOCK_STREAM, 0, v4mapped("[::ffff:"+f[0]+"]:"+f[1]), "hello dns6")
+	},
 	"tcp forbidden": func() string {
 		return dial(unix.AF_INET, unix.SOCK_STREAM, 0, sockaddr(env("FORBIDDEN")), "leak tcp")
 	},
@@ -296,6 +303,7 @@ var probes = map[string]func() string{
 // world is the test's listeners, standing for the proxy and for everything else.
 type world struct {
 	allowed, forbidden, forbidden6, udp, unixHost, unixAllowed, unixDgram *testmoat.Listener
+	nameserver, stub                                                      *testmoat.Listener // DNS over TCP: the resolver's, and moat's stub
 	env                                                                   []string
 	dir                                                                   string
 	abstract                                                              *testmoat.Listener
@@ -313,6 +321,8 @@ func newWorld(t *testing.T) *world {
 	w := &world{dir: dir}
 	w.allowed = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
 	w.forbidden = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
+	w.nameserver = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
+	w.stub = testmoat.Serve(t, "tcp4", "127.0.0.1:0")
 	w.forbidden6 = &testmoat.Listener{}
 	if ln, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		ln.Close()
@@ -339,6 +349,7 @@ func newWorld(t *testing.T) *world {
 		"UDP=" + w.udp.Addr(), "UNIX_HOST=" + filepath.Join(dir, "host.sock"), "UNIX_HOST_LINK=" + filepath.Join(dir, "links", "host-link.sock"),
 		"UNIX_ALLOWED=" + filepath.Join(dir, "allowed.sock"), "UNIX_ALLOWED_LINK=" + filepath.Join(dir, "links", "allowed-link.sock"),
 		"UNIX_DGRAM=" + filepath.Join(dir, "dgram.sock"), "OWN_DIR=" + own, "ABSTRACT=" + abstract,
+		"NAMESERVER=" + w.nameserver.Addr(),
 	}
 	return w
 }
@@ -348,6 +359,8 @@ func (w *world) policy(t *testing.T, localBinding bool) connbroker.Policy {
 		TCP:          []netip.AddrPort{netip.MustParseAddrPort(w.allowed.Addr())},
 		Unix:         []string{filepath.Join(w.dir, "allowed.sock")},
 		LocalBinding: localBinding,
+		DNS:          []netip.AddrPort{netip.MustParseAddrPort(w.nameserver.Addr())},
+		DNSStub:      netip.MustParseAddrPort(w.stub.Addr()),
 	}
 }
 
@@ -432,6 +445,8 @@ var expects = []expect{
 	{"tcp allowed", "OK", "OK"},
 	{"tcp allowed as v4-mapped IPv6", "OK", "OK"},
 	{"tcp allowed nonblocking", "EINPROGRESS then OK", "EINPROGRESS then OK"},
+	{"tcp to the nameserver", "OK", "OK"},
+	{"tcp to the nameserver from an IPv6 socket", "OK", "OK"},
 	{"tcp forbidden", "EACCES", "OK"},
 	{"tcp forbidden IPPROTO_TCP", "EACCES", "OK"},
 	{"tcp forbidden as v4-mapped IPv6", "EACCES", "OK"},
@@ -468,7 +483,7 @@ func probeNames() []string {
 // leaks lists what the listeners that stand for "everything but the proxy" got.
 func (w *world) leaks() map[string][]string {
 	out := map[string][]string{}
-	for name, l := range map[string]*testmoat.Listener{"tcp": w.forbidden, "tcp6": w.forbidden6, "udp": w.udp, "unix host": w.unixHost, "unix datagram": w.unixDgram, "abstract": w.abstract} {
+	for name, l := range map[string]*testmoat.Listener{"tcp": w.forbidden, "tcp6": w.forbidden6, "udp": w.udp, "unix host": w.unixHost, "unix datagram": w.unixDgram, "abstract": w.abstract, "nameserver": w.nameserver} {
 		if n, got := l.Snapshot(); n > 0 {
 			out[name] = got
 		}
@@ -513,6 +528,13 @@ func TestBroker(t *testing.T) {
 	for _, want := range []string{"hello allowed", "hello mapped", "hello nonblocking"} {
 		if !contains(greetings, want) {
 			t.Errorf("the proxy stand-in didn't get %q; it got %q", want, greetings)
+		}
+	}
+	// What went to the nameserver went to the stub instead.
+	_, dnsGreetings := w.stub.Snapshot()
+	for _, want := range []string{"hello dns", "hello dns6"} {
+		if !contains(dnsGreetings, want) {
+			t.Errorf("the DNS stub stand-in didn't get %q; it got %q", want, dnsGreetings)
 		}
 	}
 	_, unixGreetings := w.unixAllowed.Snapshot()

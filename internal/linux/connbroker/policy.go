@@ -25,7 +25,15 @@ type Policy struct {
 	// connect() reach such listeners of the sandbox's own. Without it no TCP socket may
 	// listen. Unix sockets may always listen, and their own listeners be connected to.
 	LocalBinding bool
+	// DNS lists the nameservers (resolv.conf's, port 53) whose TCP connects go to
+	// DNSStub instead: moat's DNS stub, which answers only names the policy allows. The
+	// process believes it reached its nameserver; nothing is sent there.
+	DNS     []netip.AddrPort
+	DNSStub netip.AddrPort
 }
+
+// ReasonDNS is the Reason of a connect to a nameserver that the DNS stub took.
+const ReasonDNS = "a nameserver: moat's DNS stub answers"
 
 // Event describes one decided call, for logs ("blocked connect to 1.2.3.4:443").
 type Event struct {

@@ -165,7 +165,14 @@
 // credentials (SO_PEERCRED) show A's pid, which made the connect or the listen; a process
 // that makes itself non-dumpable can't have its address read and gets EACCES; seccomp
 // allows one listener per process, so moat can't run inside another sandbox that uses one
-// (EBUSY); DNS is unavailable, as in the namespace mode (the proxy resolves).
+// (EBUSY).
+//
+// DNS: UDP is refused, and the command reads the host's resolv.conf. The supervisor sets
+// RES_OPTIONS=use-vc, so glibc's resolver asks over TCP, and the broker connects a TCP
+// connect to one of resolv.conf's nameservers (port 53) to moat's DNS stub instead
+// (Policy.DNS, Policy.DNSStub), which answers only the names the policy allows. The
+// process's address is never used, so nothing reaches the nameserver. Resolvers that
+// speak only UDP (dig without +tcp, Go's own) fail.
 //
 // # Processes
 //
