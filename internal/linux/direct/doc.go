@@ -203,6 +203,10 @@
 //
 // internal/linux/userns0 runs a command in a user namespace whose
 // user.max_user_namespaces is 0, as the caller's own uid with no capabilities: unshare -U
-// fails there and probe.Detect reports user namespaces missing. TestUnderUserns0 runs
-// this package's escape tests and controls again inside it.
+// fails there and probe.Detect reports user namespaces missing; CommandAsRoot is the same
+// as `unshare -r` leaves a user (uid 0 there, with that namespace's capabilities).
+// TestUnderUserns0 runs this package's escape tests and controls again inside the first;
+// test/escape's TestDirectMode runs the escape suite through moat run in both. moat run
+// --direct (sandbox.Cmd.Direct) takes this mode where namespaces work, which
+// test/network's TestDirectMode uses to run the whole network suite in it.
 package direct
