@@ -85,7 +85,8 @@ func TestDirectMode(t *testing.T) {
 					t.Fatal(err)
 				}
 				// The same moat binary and base directory: the evidence lands on the host.
-				cmd.Env = append(cmd.Env, inUserns0Env+"=1", "MOAT_BIN="+moatBin, "MOAT_ESCAPE_DIR="+baseDir)
+				cmd.Env = append(cmd.Env, inUserns0Env+"=1", "MOAT_BIN="+moatBin, "MOAT_ESCAPE_DIR="+baseDir,
+					outerUIDEnv+"="+strconv.Itoa(os.Getuid()))
 				out, err := cmd.CombinedOutput()
 				passed := map[string]bool{}
 				for _, m := range regexp.MustCompile(`(?m)^\s*--- PASS: (\S+)`).FindAllStringSubmatch(string(out), -1) {
@@ -111,7 +112,11 @@ func TestDirectMode(t *testing.T) {
 }
 
 // directChecks are TestDirectInside's subtests.
-var directChecks = []string{"mode_line", "writes_and_temp", "temp_after_sigkill", "host_sockets", "network", "kernel_surface", "privileges", "fallback_forbidden"}
+var directChecks = []string{"mode_line", "writes_and_temp", "temp_after_sigkill", "host_sockets", "network", "kernel_surface", "privileges", "fallback_forbidden", "state_dir"}
+
+// outerUIDEnv carries the uid of the test outside the simulation (its root is that user
+// under CommandAsRoot) into it.
+const outerUIDEnv = "MOAT_ESCAPE_OUTER_UID"
 
 // TestDirectInside checks what is particular to the direct mode. It runs where moat run
 // can't create user namespaces: in TestDirectMode's simulation, or on such a host.
@@ -134,6 +139,7 @@ func TestDirectInside(t *testing.T) {
 		{"kernel_surface", testDirectKernel},
 		{"privileges", testDirectPrivileges},
 		{"fallback_forbidden", testDirectForbidden},
+		{"state_dir", testDirectStateDir},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -457,5 +463,33 @@ func testDirectPrivileges(t *testing.T) {
 	}
 	if got := strings.TrimSpace(testmoat.ReadFile(t, filepath.Join(b.ws, "uid"))); got != strconv.Itoa(os.Getuid()) {
 		t.Errorf("id -u inside is %q, want the outer uid %d", got, os.Getuid())
+	}
+}
+
+// testDirectStateDir: without XDG_RUNTIME_DIR, moat keeps its state in $TMPDIR/moat-UID,
+// named by the uid outside the simulation, so that a user's runs under `unshare -r`
+// (uid 0 there) share the user's own dir and never take the real root's moat-0, which
+// would fail the run (not a private dir of this user).
+func testDirectStateDir(t *testing.T) {
+	outer := os.Getenv(outerUIDEnv)
+	if outer == "" {
+		t.Skip("needs TestDirectMode's simulation, which names the uid outside")
+	}
+	b := newBox(t)
+	tmp := filepath.Join(b.root, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := b.run(opts{script: "echo ran", env: []string{"XDG_RUNTIME_DIR=", "TMPDIR=" + tmp}})
+	if r.code != 0 || r.stdout != "ran\n" {
+		t.Fatalf("the run without XDG_RUNTIME_DIR: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "moat-"+outer)); err != nil {
+		t.Errorf("no state dir named by the uid outside (%s): %v", outer, err)
+	}
+	if inner := strconv.Itoa(os.Getuid()); inner != outer {
+		if _, err := os.Stat(filepath.Join(tmp, "moat-"+inner)); err == nil {
+			t.Errorf("a state dir named by the uid inside (%s) was made", inner)
+		}
 	}
 }
