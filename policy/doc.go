@@ -426,9 +426,10 @@
 //   - Glob rules, ignore files and the workspace's .env files cover the paths that
 //     exist when the sandbox starts; files created later are not covered. .env
 //     files more than three levels below the current directory are not denied.
-//   - A denyWrite (in a profile too) of a path that does not exist at start is not
-//     enforced: the sandbox has nothing to make read-only, so the command can
-//     create it. Protected table entries do get a placeholder.
+//   - A denyWrite (in a profile too) of a path that does not exist at start is
+//     enforced with a placeholder the sandbox package creates on the host (on the
+//     first missing directory when the path's parent is missing too); a denyWrite
+//     glob covers only what exists at start.
 //   - Agent profiles make the agent's state writable; some state files also hold
 //     settings a later run outside moat obeys (~/.claude.json's user MCP servers,
 //     ~/.cursor/cli-config.json's permissions). Toolchain groups make shared

@@ -94,6 +94,14 @@ var secretTable = []Secret{
 	{"~/.sqlite_history", kindPrivate, "sqlite3 history"},
 	{"~/.rediscli_history", kindPrivate, "redis-cli history: AUTH passwords"},
 
+	// System files only root can read: they matter when moat runs as root (in CI,
+	// in a container), where the command would read them like any other file.
+	{"/etc/shadow", kindCredentials, "password hashes (readable by root)"},
+	{"/etc/shadow-", kindCredentials, "the previous /etc/shadow"},
+	{"/etc/gshadow", kindCredentials, "group password hashes (readable by root)"},
+	{"/etc/gshadow-", kindCredentials, "the previous /etc/gshadow"},
+	{"/etc/ssh/ssh_host_*_key", kindCredentials, "the host's SSH private keys (readable by root)"},
+
 	// The workspace's environment files; see envFileDepth.
 	{".env", kindWorkspace, "environment files hold API keys and passwords"},
 	{".env.*", kindWorkspace, "environment files hold API keys and passwords (.env.local, .env.production, ...)"},
@@ -128,7 +136,7 @@ func SecretName(origin string) (string, bool) {
 // secretPaths are the paths, as written in a settings file, that one table
 // entry denies.
 func secretPaths(s Secret) []string {
-	if strings.HasPrefix(s.Name, "~/") {
+	if strings.HasPrefix(s.Name, "~/") || strings.HasPrefix(s.Name, "/") {
 		return []string{s.Name}
 	}
 	out := []string{s.Name}

@@ -107,6 +107,12 @@ func gitControlFiles(workTree string) []gitFile {
 			out = append(out, f)
 		}
 	}
+	if fi, err := os.Lstat(filepath.Join(workTree, ".git")); err == nil && fi.Mode().IsRegular() {
+		// A worktree's or submodule's .git file names its git dir: rewritten, it
+		// would send the user's next git command to a git dir the sandbox made.
+		add(gitFile{path: filepath.Join(workTree, ".git"),
+			reason: "a .git file names the git dir, and so the config and hooks, git uses"})
+	}
 	var visit func(gitdir, workTree string, depth int)
 	visit = func(gitdir, workTree string, depth int) {
 		if depth > 8 {
@@ -129,12 +135,16 @@ func gitControlFiles(workTree string) []gitFile {
 				add(gitFile{path: inc, placeholder: "", reason: "a config file included by " + cfg})
 			}
 		}
-		// Linked worktrees keep an admin dir each; its commondir names the repository.
+		// Linked worktrees keep an admin dir each; its commondir names the repository,
+		// and its config.worktree is read as config when extensions.worktreeConfig is
+		// set (a missing one reads like an empty one).
 		if ents, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
 			for _, e := range ents {
 				if e.IsDir() {
 					add(gitFile{path: filepath.Join(common, "worktrees", e.Name(), "commondir"),
 						reason: "a linked worktree's commondir names the repository whose config and hooks it uses"})
+					add(gitFile{path: filepath.Join(common, "worktrees", e.Name(), "config.worktree"),
+						reason: "a linked worktree's own config runs commands like config does"})
 				}
 			}
 		}

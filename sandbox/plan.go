@@ -136,6 +136,13 @@ func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 			}
 		}
 	}
+	allowRules := append(append([]policy.Rule(nil), pol.AllowWrite...), pol.AllowRead...)
+	for _, path := range pol.Network.AllowUnixSockets {
+		allowRules = append(allowRules, policy.Rule{Path: path, Origin: "network.allowUnixSockets"})
+	}
+	if err := p.checkAllowLinks(allowRules); err != nil {
+		return nil, err
+	}
 	for _, path := range extraDeny {
 		if st := p.stateOf(path); !st.host || st.private {
 			continue // already hidden by a private dir, or by a mask
@@ -220,6 +227,77 @@ func (p *planner) add(r policy.Rule, deny bool, set func(*node)) error {
 		}
 	}
 	return nil
+}
+
+// checkAllowLinks refuses an allow rule whose path resolves through a symlink the
+// sandbox could have made: one on the host, in a directory the rules let it write.
+// A link planted by an earlier run, or shipped in a repository, would otherwise
+// carry the rule to its target: with "allowWrite ./build" and build -> ~/.ssh, the
+// next run would read the keys (the rule, deeper, beats the ~/.ssh mask), and with
+// build -> ~/.config it would write the user's config.
+func (p *planner) checkAllowLinks(rules []policy.Rule) error {
+	for _, r := range rules {
+		if r.Glob {
+			continue
+		}
+		for _, link := range symlinksFollowed(r.Path) {
+			if st := p.stateOf(filepath.Dir(link)); !st.write || !st.host {
+				continue
+			}
+			target, err := filepath.EvalSymlinks(r.Path)
+			if err != nil {
+				target = "its target"
+			}
+			what := "resolves through the symlink " + link + ", which is"
+			if link == filepath.Clean(r.Path) {
+				what = "is a symlink"
+			}
+			return &SetupError{Stage: "policy",
+				Err: fmt.Errorf("%s: %s %s in a directory the sandbox can write", r.Origin, r.Path, what),
+				HintText: fmt.Sprintf("a sandboxed command, or the repository, may have made the link to widen the rule; "+
+					"check it and remove it, or name the real path (%s) in the rule", target)}
+		}
+	}
+	return nil
+}
+
+// symlinksFollowed lists the symlinks that resolving path follows, each named by
+// its resolved parent directory and its own name, in the order they are met. It
+// stops where path stops existing.
+func symlinksFollowed(path string) []string {
+	var links []string
+	resolved := "/"
+	rest := strings.Split(path, "/")
+	for hops := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return links
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if hops++; err != nil || hops > 40 {
+			return links
+		}
+		links = append(links, next)
+		if filepath.IsAbs(target) {
+			resolved = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return links
 }
 
 // pending is a rule waiting to be applied.
@@ -416,6 +494,14 @@ func (p *planner) protect() error {
 			if err := p.protectOne(root, filepath.Join(root, ".git"), prot); err != nil {
 				return err
 			}
+			// Nor a bare one: git takes a directory holding HEAD, objects/ and refs/
+			// for a git dir, and with "core.worktree = ." in its config the user's
+			// next git status there would run its core.fsmonitor. A HEAD that is a
+			// directory fails git's check; an existing HEAD stays read-only.
+			prot.Name, prot.Reason = "HEAD", "a HEAD beside objects/ and refs/ makes the directory a bare repository, with a config the sandbox chose"
+			if err := p.protectOne(root, filepath.Join(root, "HEAD"), prot); err != nil {
+				return err
+			}
 		}
 		for _, wt := range append([]string{root}, repos...) {
 			for _, gf := range gitControlFiles(wt) {
@@ -474,7 +560,10 @@ func scanNested(dirs *dirCache, root string, depth int, table map[string]policy.
 // directory, with a placeholder, so the command can't create them: a profile's
 // ~/.claude/settings.json must not appear with hooks in it. The placeholder is
 // what the path's reader takes for "nothing configured": "{}" for JSON, an empty
-// file for other names with an extension, else an empty directory.
+// file for other names with an extension, else an empty directory. Where the
+// path's parent is missing too, its first missing ancestor gets an empty
+// directory instead: the command can't create that directory at all, rather than
+// create the path inside it.
 func (p *planner) protectMissing(rules []policy.Rule) error {
 	for _, r := range rules {
 		if r.Glob {
@@ -483,17 +572,30 @@ func (p *planner) protectMissing(rules []policy.Rule) error {
 		if _, err := os.Lstat(r.Path); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		parent, err := filepath.EvalSymlinks(filepath.Dir(r.Path))
-		if err != nil {
-			continue // its parent is missing too: see README "Limitations"
+		missing := r.Path
+		for {
+			if _, err := os.Lstat(filepath.Dir(missing)); err == nil || filepath.Dir(missing) == missing {
+				break
+			}
+			missing = filepath.Dir(missing)
 		}
-		target := filepath.Join(parent, filepath.Base(r.Path))
+		parent, err := filepath.EvalSymlinks(filepath.Dir(missing))
+		if err != nil {
+			continue // a dangling link on the way: nothing can be created through it
+		}
+		target := filepath.Join(parent, filepath.Base(missing))
 		base := p.rootOf(target)
 		if base == "" {
 			continue // not under a writable root: it can't be created anyway
 		}
+		reason := "denyWrite " + r.Origin
 		content := placeholderContent(target)
-		if err := p.protectPath(base, target, content == nil, content, "denyWrite "+r.Origin); err != nil {
+		if missing != r.Path {
+			content = nil // a directory on the way
+			reason += " (covers " + r.Path + ", whose parent is missing)"
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s does not exist; %s can't be created either", r.Origin, target, r.Path))
+		}
+		if err := p.protectPath(base, target, content == nil, content, reason); err != nil {
 			return err
 		}
 	}

@@ -42,6 +42,8 @@ const inUserns0Env = "MOAT_ESCAPE_IN_USERNS0"
 var directEscapes = []string{
 	"secret_reads",
 	"protected_paths",
+	"git_redirects",
+	"rule_paths",
 	"inherited_descriptors",
 	"host_processes",
 	"escaping_supervision",

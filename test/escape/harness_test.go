@@ -250,6 +250,8 @@ func TestEscape(t *testing.T) {
 		{"writes_outside_workspace", testWritesOutside},
 		{"secret_reads", testSecretReads},
 		{"protected_paths", testProtectedPaths},
+		{"git_redirects", testGitRedirects},
+		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
 		{"host_processes", testHostProcesses},
 		{"escaping_supervision", testSupervision},

@@ -1,0 +1,121 @@
+package escape_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
+)
+
+// testGitRedirects: files that tell git where a repository's git dir is, or that
+// make a directory a repository at all, are as dangerous as .git/config: rewritten
+// or created by the sandbox, they send the user's next git command to a config the
+// sandbox wrote, whose core.fsmonitor runs on git status.
+func testGitRedirects(t *testing.T) {
+	// The workspace is a linked worktree (git worktree add): its .git is a file
+	// naming the admin dir in the main repository.
+	t.Run("worktree_gitfile", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		main := filepath.Join(b.root, "main")
+		gitInit(b, main)
+		b.git(main, "commit", "--allow-empty", "-qm", "init")
+		wt := filepath.Join(b.root, "wt")
+		b.git(main, "worktree", "add", "-q", "-b", "feature", wt)
+		before := testmoat.ReadFile(t, filepath.Join(wt, ".git"))
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{dir: wt, flags: []string{"--allow-write", wt}, env: env, script: evilGitDir("evil") + `
+echo "gitdir: evil" > .git
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(wt, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(wt, "evil", "config")) {
+			t.Fatalf("control: writes in the worktree did not land on the host:\n%s", r)
+		}
+		if got := testmoat.ReadFile(t, filepath.Join(wt, ".git")); got != before {
+			t.Errorf("the sandbox rewrote the worktree's .git file: %q", got)
+		}
+		usersNextStep(b, wt)
+		checkNotPwned(t, pwn)
+	})
+
+	// A submodule's work tree has a .git file naming .git/modules/<name>; git
+	// status in the superproject looks into the submodule with its own config.
+	t.Run("submodule_gitfile", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		repoWithSubmodule(b)
+		before := testmoat.ReadFile(t, filepath.Join(b.ws, "lib", ".git"))
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: evilGitDir("evil") + `
+cp -r .git/modules/lib/objects .git/modules/lib/refs evil/ 2>/dev/null
+echo "gitdir: ../evil" > lib/.git
+echo ok > lib/normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "lib", "normal")) != "ok\n" {
+			t.Fatalf("control: a write in the submodule's work tree did not land on the host:\n%s", r)
+		}
+		if got := testmoat.ReadFile(t, filepath.Join(b.ws, "lib", ".git")); got != before {
+			t.Errorf("the sandbox rewrote the submodule's .git file: %q", got)
+		}
+		usersNextStep(b, b.ws)
+		checkNotPwned(t, pwn)
+	})
+
+	// The workspace is the main worktree of a repository with a linked worktree
+	// elsewhere and extensions.worktreeConfig set: git reads
+	// .git/worktrees/<id>/config.worktree as config in that worktree.
+	t.Run("linked_worktree_config", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		gitInit(b, b.ws)
+		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		wt := filepath.Join(b.root, "wt")
+		b.git(b.ws, "worktree", "add", "-q", "-b", "feature", wt)
+		b.git(b.ws, "config", "extensions.worktreeConfig", "true")
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `
+printf '[core]\n\tfsmonitor = "%s"\n' "$FSMON" > .git/worktrees/wt/config.worktree
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+			t.Fatalf("control: a workspace write did not land on the host:\n%s", r)
+		}
+		if p := filepath.Join(b.ws, ".git", "worktrees", "wt", "config.worktree"); testmoat.Exists(p) {
+			t.Errorf("the sandbox wrote the linked worktree's config.worktree: %q", testmoat.ReadFile(t, p))
+		}
+		usersNextStep(b, wt)
+		checkNotPwned(t, pwn)
+	})
+
+	// A workspace that is not a repository: with .git covered, the sandbox lays
+	// out the workspace root itself as a git dir (HEAD, objects/, refs/, config
+	// with core.worktree = .), which git accepts as a bare repository.
+	t.Run("bare_layout_in_non_repo", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `
+mkdir -p objects refs/heads && echo "ref: refs/heads/main" > HEAD
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "%s"\n' "$FSMON" > config
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(b.ws, "config")) {
+			t.Fatalf("control: workspace writes did not land on the host:\n%s", r)
+		}
+		if fi, err := os.Lstat(filepath.Join(b.ws, "HEAD")); err == nil {
+			t.Errorf("the sandbox created HEAD in the workspace root (%v): with objects/ and refs/ git takes it for a repository", fi.Mode())
+		}
+		b.host(b.ws, nil, "git", "status")
+		checkNotPwned(t, pwn)
+	})
+}
+
+// evilGitDir is a script that makes a git dir named dir in the current directory,
+// whose config sets core.fsmonitor to $FSMON.
+func evilGitDir(dir string) string {
+	return `mkdir -p ` + dir + `/hooks ` + dir + `/refs/heads ` + dir + `/objects
+echo "ref: refs/heads/main" > ` + dir + `/HEAD
+printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "%s"\n' "$FSMON" > ` + dir + `/config
+`
+}
