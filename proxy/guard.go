@@ -70,6 +70,9 @@ func (s *Server) refused(a netip.Addr) (reason, why string) {
 				return ReasonHostAddr, prefix + "one of the host's own addresses: reaches its services as loopback does"
 			}
 		}
+		if s.IsLocal != nil && s.IsLocal(c) {
+			return ReasonHostAddr, prefix + "one of the host's own addresses: reaches its services as loopback does"
+		}
 	}
 	return "", ""
 }

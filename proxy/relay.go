@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -71,11 +72,31 @@ func (s *Server) firstBytes(client net.Conn, pre []byte, d *dest) ([]byte, *refu
 			return nil, nil, err
 		}
 	}
-	if pre[0] != recordTypeHandshake {
-		return pre, nil, nil
-	}
 	client.SetReadDeadline(time.Now().Add(s.handshakeTimeout()))
 	defer client.SetReadDeadline(time.Time{})
+	if pre[0] != recordTypeHandshake {
+		if !isTLSRecordType(pre[0]) {
+			return pre, nil, nil
+		}
+		// Another TLS record first (an alert, change_cipher_spec): lenient servers
+		// (Go's crypto/tls) skip it and read the ClientHello after it, which would
+		// go unchecked. A TLS client starts with its ClientHello; a record header's
+		// second byte is the version's major, 3.
+		for len(pre) < 2 {
+			var b [1]byte
+			n, err := client.Read(b[:])
+			if err != nil && n == 0 {
+				return nil, nil, err
+			}
+			pre = append(pre, b[:n]...)
+		}
+		if pre[1] != 3 {
+			return pre, nil, nil
+		}
+		return nil, &refusal{reason: ReasonBadTLS, host: d.eventHost(), port: d.port,
+			detail: fmt.Sprintf("TLS record of type %#x before the ClientHello", pre[0]),
+			hint:   "a TLS tunnel must start with the ClientHello"}, nil
+	}
 	br := bytes.NewReader(pre)
 	raw, body, err := readClientHello(io.MultiReader(br, client))
 	rest := pre[len(pre)-br.Len():]

@@ -86,6 +86,10 @@ type Server struct {
 	// called once, when the first address is checked, so a Server that is
 	// never asked to connect or resolve never lists them. May be nil.
 	HostAddrs func() []netip.Addr
+	// IsLocal, when set, reports whether an address is the host's own at the
+	// moment of asking: an address the host gains after HostAddrs was called
+	// (a VPN comes up, docker0 appears) is refused like the others.
+	IsLocal func(netip.Addr) bool
 
 	HandshakeTimeout time.Duration // SOCKS5 negotiation, an HTTP request head, a TLS ClientHello once begun
 	IdleTimeout      time.Duration // between HTTP requests on a connection, and on a DNS-over-TCP connection

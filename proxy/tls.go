@@ -14,6 +14,10 @@ const (
 	extServerName        = 0x0000
 )
 
+// isTLSRecordType reports whether b is a TLS record's content type other than
+// handshake: change_cipher_spec, alert, application_data, heartbeat.
+func isTLSRecordType(b byte) bool { return b >= 0x14 && b <= 0x18 && b != recordTypeHandshake }
+
 // readClientHello reads TLS handshake records from r until it has one whole
 // handshake message, which must be a ClientHello, and returns the raw records
 // read and the ClientHello body. It reads exactly the records, nothing more.

@@ -171,7 +171,7 @@ func (c *Cmd) Start() error {
 		FUSE:     c.fuseSpec(p.mounts),
 		Debug:    c.Debug != nil,
 	}
-	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs}
+	srv := &proxy.Server{Check: checkHost(c.Policy), CheckName: checkName(c.Policy), Events: c.Events, HostAddrs: hostAddrs, IsLocal: isLocalAddr}
 	if c.Approve != nil {
 		a := newApprovals(c.Approve)
 		srv.Ask = a.decide

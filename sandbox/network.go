@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/moat-sandbox/moat/internal/spec"
 	"github.com/moat-sandbox/moat/policy"
@@ -126,11 +130,13 @@ func checkName(pol *policy.Policy) func(host string) proxy.Decision {
 	}
 }
 
-// loopbackPorts are the host loopback ports the policy allows by literal
-// ("127.0.0.1:5432", "localhost:5432", "[::1]:5432"): besides being reachable
-// through the proxy, each is forwarded from the sandbox's own 127.0.0.1, so a
-// client that knows nothing of proxies (psql, redis-cli) reaches the host's
-// server there. Only listed ports: the rest of the host's loopback stays out.
+// loopbackPorts are the host loopback ports the policy allows by the literal
+// 127.0.0.1 ("127.0.0.1:5432"): besides being reachable through the proxy, each
+// is forwarded from the sandbox's own 127.0.0.1, so a client that knows nothing
+// of proxies (psql, redis-cli) reaches the host's server there. Only listed
+// ports: the rest of the host's loopback stays out. ("localhost:5432" and
+// "[::1]:5432" open nothing: the proxy refuses loopback addresses a name
+// resolves to, and the forward dials 127.0.0.1 only.)
 func loopbackPorts(pol *policy.Policy) []int {
 	var out []int
 	seen := map[int]bool{ProxyPort: true, 53: true}
@@ -138,9 +144,7 @@ func loopbackPorts(pol *policy.Policy) []int {
 		if r.Port == 0 || seen[r.Port] {
 			continue
 		}
-		switch r.Host {
-		case "127.0.0.1", "::1", "localhost":
-		default:
+		if r.Host != "127.0.0.1" {
 			continue
 		}
 		if !pol.ExplainHost("127.0.0.1", r.Port).Allowed {
@@ -184,6 +188,39 @@ func resolvConfMount() (spec.Mount, bool) {
 	return spec.Mount{Op: spec.OpFile, Path: filepath.Join(dir, filepath.Base(path)), Content: resolvConf,
 		Reason: "the sandbox's DNS stub"}, true
 }
+
+// isLocalAddr asks the kernel whether a is one of the host's addresses now:
+// binding a socket to it succeeds only then. Where the host lets sockets bind
+// any address (the ip_nonlocal_bind sysctls), it lists the interfaces again.
+func isLocalAddr(a netip.Addr) bool {
+	if nonlocalBind() {
+		return slices.Contains(hostAddrs(), a)
+	}
+	a = a.WithZone("").Unmap()
+	domain := syscall.AF_INET6
+	var sa syscall.Sockaddr = &syscall.SockaddrInet6{Addr: a.As16()}
+	if a.Is4() {
+		domain, sa = syscall.AF_INET, &syscall.SockaddrInet4{Addr: a.As4()}
+	}
+	fd, err := syscall.Socket(domain, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return true // can't tell: refuse
+	}
+	defer syscall.Close(fd)
+	err = syscall.Bind(fd, sa)
+	return err == nil || !errors.Is(err, syscall.EADDRNOTAVAIL)
+}
+
+// nonlocalBind reports whether the host lets sockets bind addresses it doesn't
+// have, which makes isLocalAddr's bind test say yes to everything.
+var nonlocalBind = sync.OnceValue(func() bool {
+	for _, f := range []string{"/proc/sys/net/ipv4/ip_nonlocal_bind", "/proc/sys/net/ipv6/ip_nonlocal_bind"} {
+		if b, err := os.ReadFile(f); err != nil || strings.TrimSpace(string(b)) != "0" {
+			return true
+		}
+	}
+	return false
+})
 
 // hostAddrs lists the host's own addresses, which the proxy refuses like loopback.
 func hostAddrs() []netip.Addr {

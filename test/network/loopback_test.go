@@ -2,6 +2,7 @@ package network_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moat-sandbox/moat/internal/testmoat"
 )
@@ -191,6 +193,55 @@ func TestHostLoopback(t *testing.T) {
 		expectHit(t, lc.containing(tok+"-connect"), "CONNECT reached the opted-in 127.0.0.1 port", r)
 		check(t, r)
 	})
+}
+
+// TestHostAddressAddedDuringRun: an address the host gains while a sandbox runs (a
+// VPN comes up, docker0 appears) is the host's own from then on, and out of reach
+// like the others, though the proxy had listed the host's addresses before. The
+// sandbox asks for a name that resolves to the new address; the host's wildcard
+// listener must see nothing. The control: the host itself reaches the listener
+// there.
+func TestHostAddressAddedDuringRun(t *testing.T) {
+	h := needTestHost(t)
+	b := newBox(t)
+	lw := mustListen(t, "tcp4", ":0")
+	late := h.addr(addrLate)
+	target := net.JoinHostPort("late.moat-test", strconv.Itoa(lw.port()))
+	tok := token("a")
+	ready, gone := filepath.Join(b.ws, "ready"), filepath.Join(b.ws, "go")
+	added := make(chan error, 1)
+	go func() {
+		if !testmoat.WaitFor(30*time.Second, func() bool { return testmoat.Exists(ready) }) {
+			added <- errors.New("the sandbox never said it was ready")
+			return
+		}
+		err := ipCmd("addr", "add", late.String()+"/32", "dev", h.hostIf)
+		if err == nil {
+			err = os.WriteFile(gone, nil, 0o644)
+		}
+		added <- err
+	}()
+	t.Cleanup(func() { ipCmd("addr", "del", late.String()+"/32", "dev", h.hostIf) })
+	conf := settings([]string{"allowed.moat-test", "late.moat-test"}, nil)
+	r := b.run(opts{config: conf, where: viaTestHost, script: `
+curl -sS -m 5 -o /dev/null http://allowed.moat-test:1/   # the proxy lists the host's addresses now
+touch ready
+i=0; while [ ! -e go ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+curl -sS -m 5 http://` + target + `/` + tok + `-curl
+python3 ` + shq(b.client()) + ` connect $MOAT_PROXY ` + target + ` raw ` + tok + `-connect
+`})
+	if err := <-added; err != nil {
+		t.Fatalf("add %s to the host: %v\n%s", late, err, r)
+	}
+	ctl := b.host("curl", "-sS", "-m", "5", "http://"+net.JoinHostPort(late.String(), strconv.Itoa(lw.port()))+"/"+token("c"))
+	lw.settle(t)
+	if len(lw.all()) == 0 {
+		t.Fatalf("control: the host did not reach its listener on the new address %s:\n%s", late, ctl)
+	}
+	expectNone(t, lw.containing(tok), "the host's listener on "+late.String()+", added during the run, accepted", r)
+	if !strings.Contains(r.eventLog, `"address-host"`) {
+		t.Errorf("no address-host refusal in the event log:\n%s", r)
+	}
 }
 
 // TestUnixSockets: the host's abstract and pathname unix sockets are out of reach;

@@ -41,6 +41,7 @@ const (
 	addrOther    = 4 // other.moat-test, which no rule names
 	addrUnlisted = 5 // an IP literal no rule names
 	addrListed   = 6 // an IP literal a rule allows
+	addrLate     = 7 // late.moat-test: no one's at first; the host takes it during a run
 )
 
 // etherType marks the frames of the packet-socket tests (IEEE local experimental).
@@ -198,6 +199,7 @@ func newTestHost() (h *testHost, err error) {
 		"denied.moat-test":  h.addr(addrDenied).As4(),
 		"other.moat-test":   h.addr(addrOther).As4(),
 		"loop.moat-test":    {127, 0, 0, 1},
+		"late.moat-test":    h.addr(addrLate).As4(),
 	})
 	h.icmp, h.packets = newEvlog(), newEvlog()
 	err = h.do(func() error {

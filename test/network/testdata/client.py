@@ -8,7 +8,8 @@
 #                                       with "Host: HOST" ("-": none)
 #   connect PROXY TARGET raw LINE       CONNECT TARGET, then send LINE
 #   connect PROXY TARGET tls SNI PATH   CONNECT TARGET, then TLS with server_name
-#                                       SNI ("-": none), then GET PATH
+#                                       SNI ("-": none), then GET PATH; alerttls
+#                                       sends a TLS alert record first
 #   socks PROXY ATYP ADDR PORT raw LINE | tls SNI PATH
 #                                       the same through SOCKS5; ATYP is domain,
 #                                       ipv4 or ipv6
@@ -148,6 +149,10 @@ def tunnel(s, mode, args):
         s.sendall(raw(args[0]) + b"\n")
         return s.recv(200).decode("latin-1").strip()
     sni, path = args[0], args[1]
+    if mode == "alerttls":
+        # A TLS warning alert (user_canceled) before the ClientHello: Go's TLS
+        # servers skip it and read the ClientHello that follows.
+        s.sendall(b"\x15\x03\x03\x00\x02\x01\x5a")
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
