@@ -135,6 +135,20 @@ func TestSttyInside(t *testing.T) {
 	}
 }
 
+// TestTerminalName: the command's terminal has a name inside (ttyname(3), which
+// tty, tmux and GPG_TTY=$(tty) use), and that name opens the same terminal:
+// what is written to it shows on the user's screen.
+func TestTerminalName(t *testing.T) {
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.moat(ws, env, "sh", "-c", `n=$(tty) && echo "NAME=$n" && echo "VIA-NAME" > "$n"`)
+	tm.expect(`NAME=/dev/\S+\r\n`)
+	tm.expect(`VIA-NAME\r\n`)
+	if code := p.wait(); code != 0 {
+		t.Errorf("moat exited %d:\n%q", code, tm.output())
+	}
+}
+
 // TestReadLine: a shell reads a typed line from the terminal.
 func TestReadLine(t *testing.T) {
 	ws, env := workspace(t)

@@ -3,6 +3,8 @@
 package nsinit
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -41,10 +43,49 @@ func cloneDevices() ([]int, error) {
 	return fds, nil
 }
 
+// cloneTerminal takes a detached bind of the host pty the command's stdio is
+// (the first of fds 0, 1, 2 that is one), or returns -1. The sandbox's /dev/pts
+// is a private instance, so the pty's own name, /dev/pts/N, isn't there; bound at
+// /dev/console, as container runtimes do, it gives ttyname(3) (tty, tmux,
+// GPG_TTY=$(tty)) a name to find, by scanning /dev for the device. It is the
+// terminal the command already holds, and nothing else of the host's devpts.
+func cloneTerminal() int {
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		// Unix98 pty slaves: majors 136-143.
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) < 136 || unix.Major(st.Rdev) > 143 {
+			continue
+		}
+		path, err := readlinkFD(fd)
+		if err != nil {
+			continue
+		}
+		var at unix.Stat_t
+		if unix.Stat(path, &at) != nil || at.Dev != st.Dev || at.Ino != st.Ino {
+			continue // not reachable by its name here (another mount namespace's devpts)
+		}
+		t, err := cloneTree(path, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
+		if err != nil {
+			return -1 // a convenience, not a protection: without it ttyname fails inside
+		}
+		return t
+	}
+	return -1
+}
+
+func readlinkFD(fd int) (string, error) {
+	buf := make([]byte, 256)
+	n, err := unix.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd), buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
 // buildDev mounts a fresh /dev: a tmpfs with the device binds, a private devpts
-// instance (so ptys opened inside work and the host's are unreachable) and a
-// private /dev/shm.
-func buildDev(devs []int) error {
+// instance (so ptys opened inside work and the host's are unreachable), a private
+// /dev/shm, and at /dev/console the command's terminal when term >= 0.
+func buildDev(devs []int, term int) error {
 	dev, err := newTmpfs("0755")
 	if err != nil {
 		return err
@@ -74,6 +115,23 @@ func buildDev(devs []int) error {
 	defer unix.Close(target)
 	if err := attach(dev, target); err != nil {
 		return err
+	}
+	if term >= 0 {
+		defer unix.Close(term)
+		f, err := unix.Openat(dev, "console", unix.O_CREAT|unix.O_RDONLY|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return sysErr("create", "/dev/console", err)
+		}
+		unix.Close(f)
+		t, err := openInRoot("/dev/console")
+		if err != nil {
+			return err
+		}
+		err = attach(term, t)
+		unix.Close(t)
+		if err != nil {
+			return sysErr("bind", "/dev/console", err)
+		}
 	}
 	for i, d := range devices {
 		t, err := openInRoot("/dev/" + d.name)

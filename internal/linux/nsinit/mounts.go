@@ -53,6 +53,7 @@ func buildRoot(s *spec.Spec) error {
 	if err != nil {
 		return err
 	}
+	term := cloneTerminal()
 	root, err := cloneTree("/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID)
 	if err != nil {
 		return fmt.Errorf("host root: %w", err)
@@ -68,7 +69,7 @@ func buildRoot(s *spec.Spec) error {
 	}
 	defer unix.Close(empty)
 
-	if err := buildDev(devs); err != nil {
+	if err := buildDev(devs, term); err != nil {
 		return err
 	}
 	listFUSERoot(fuse, s.Mounts) // by now the supervisor serves it
