@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
@@ -16,10 +17,11 @@ import (
 func TestLimitations(t *testing.T) {
 	f := newFixture(t)
 	host := exec.Command("sh", "-c", "sleep 1000; :", "moat-limit-marker")
+	host.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its sleep goes with it
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { host.Process.Kill(); host.Wait() }()
+	defer func() { syscall.Kill(-host.Process.Pid, syscall.SIGKILL); host.Wait() }()
 	o := f.run(t, connbroker.Policy{}, `
 cd "$W"
 ls "$HOME/.ssh" | grep -q id_ed25519 && echo names-listable
