@@ -80,8 +80,9 @@ func (s *Server) firstBytes(client net.Conn, pre []byte, d *dest) ([]byte, *refu
 		}
 		// Another TLS record first (an alert, change_cipher_spec): lenient servers
 		// (Go's crypto/tls) skip it and read the ClientHello after it, which would
-		// go unchecked. A TLS client starts with its ClientHello; a record header's
-		// second byte is the version's major, 3.
+		// go unchecked. A TLS client starts with its ClientHello. A record header's
+		// second byte is the version's major: 3 in every TLS version, but Go takes
+		// a first record of any version below 0x1000.
 		for len(pre) < 2 {
 			var b [1]byte
 			n, err := client.Read(b[:])
@@ -90,7 +91,7 @@ func (s *Server) firstBytes(client net.Conn, pre []byte, d *dest) ([]byte, *refu
 			}
 			pre = append(pre, b[:n]...)
 		}
-		if pre[1] != 3 {
+		if pre[1] >= 0x10 {
 			return pre, nil, nil
 		}
 		return nil, &refusal{reason: ReasonBadTLS, host: d.eventHost(), port: d.port,

@@ -317,6 +317,7 @@ func TestTunnelFirstBytes(t *testing.T) {
 		{"alert record, then a ClientHello of a denied host", "allowed.example", append([]byte{0x15, 3, 3, 0, 2, 1, 0x5a}, clientHello(t, "evil.example")...), ReasonBadTLS},
 		{"change_cipher_spec record first", "allowed.example", append([]byte{0x14, 3, 3, 0, 1, 1}, helloAllowed...), ReasonBadTLS},
 		{"application data record first", "allowed.example", []byte{0x17, 3, 3, 0, 1, 'x'}, ReasonBadTLS},
+		{"alert record of version 0.0, then a ClientHello of a denied host", "allowed.example", append([]byte{0x15, 0, 0, 0, 2, 1, 0x5a}, clientHello(t, "evil.example")...), ReasonBadTLS},
 		{"0x15 not followed by a TLS version", "allowed.example", []byte{0x15, 'h', 'i'}, ""},
 		{"ssh banner", "allowed.example", []byte("SSH-2.0-OpenSSH_9.6\r\n"), ""},
 		{"plain HTTP", "allowed.example", []byte("GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n"), ""},

@@ -163,7 +163,8 @@ var abuses = []abuse{
 		attack:  `{C} socks {P} domain {T}.allowed.moat-test {SP} tls {T}.denied.moat-test /{T}`,
 		control: `{C} socks {P} domain {T}.allowed.moat-test {SP} tls {T}.allowed.moat-test /{T}`},
 	{name: "sni_fronting_after_alert", forbid: tlsOrHTTP,
-		attack:  `{C} connect {P} {T}.allowed.moat-test:{SP} alerttls {T}.denied.moat-test /{T}; {C} socks {P} domain {T}.allowed.moat-test {SP} alerttls {T}.denied.moat-test /{T}`,
+		attack: `{C} connect {P} {T}.allowed.moat-test:{SP} alerttls {T}.denied.moat-test /{T}; {C} socks {P} domain {T}.allowed.moat-test {SP} alerttls {T}.denied.moat-test /{T}; ` +
+			`{C} connect {P} {T}.allowed.moat-test:{SP} alerttls0 {T}.denied.moat-test /{T}; {C} socks {P} domain {T}.allowed.moat-test {SP} alerttls0 {T}.denied.moat-test /{T}`,
 		control: `{C} connect {P} {T}.allowed.moat-test:{SP} tls {T}.allowed.moat-test /{T}`},
 	{name: "sni_unlisted_name", forbid: tlsOrHTTP,
 		attack:  `{C} connect {P} {T}.allowed.moat-test:{SP} tls {T}.other.moat-test /{T}`,

@@ -9,7 +9,8 @@
 #   connect PROXY TARGET raw LINE       CONNECT TARGET, then send LINE
 #   connect PROXY TARGET tls SNI PATH   CONNECT TARGET, then TLS with server_name
 #                                       SNI ("-": none), then GET PATH; alerttls
-#                                       sends a TLS alert record first
+#                                       (alerttls0) sends a TLS alert record
+#                                       of version 3.3 (0.0) first
 #   socks PROXY ATYP ADDR PORT raw LINE | tls SNI PATH
 #                                       the same through SOCKS5; ATYP is domain,
 #                                       ipv4 or ipv6
@@ -149,10 +150,11 @@ def tunnel(s, mode, args):
         s.sendall(raw(args[0]) + b"\n")
         return s.recv(200).decode("latin-1").strip()
     sni, path = args[0], args[1]
-    if mode == "alerttls":
+    if mode in ("alerttls", "alerttls0"):
         # A TLS warning alert (user_canceled) before the ClientHello: Go's TLS
-        # servers skip it and read the ClientHello that follows.
-        s.sendall(b"\x15\x03\x03\x00\x02\x01\x5a")
+        # servers skip it and read the ClientHello that follows; they take a
+        # first record of any version below 0x1000 (alerttls0: version 0.0).
+        s.sendall(b"\x15" + (b"\x00\x00" if mode == "alerttls0" else b"\x03\x03") + b"\x00\x02\x01\x5a")
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
