@@ -494,16 +494,27 @@ func (p *planner) protect() error {
 			if err := p.protectOne(root, filepath.Join(root, ".git"), prot); err != nil {
 				return err
 			}
-			// Nor a bare one: git takes a directory holding HEAD, objects/ and refs/
-			// for a git dir, and with "core.worktree = ." in its config the user's
-			// next git status there would run its core.fsmonitor. A HEAD that is a
-			// directory fails git's check; an existing HEAD stays read-only.
-			prot.Name, prot.Reason = "HEAD", "a HEAD beside objects/ and refs/ makes the directory a bare repository, with a config the sandbox chose"
-			if err := p.protectOne(root, filepath.Join(root, "HEAD"), prot); err != nil {
-				return err
-			}
 		}
 		for _, wt := range append([]string{root}, repos...) {
+			if fi, err := os.Lstat(filepath.Join(wt, ".git")); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(filepath.Join(wt, ".git"))
+				return &SetupError{Stage: "policy", Err: fmt.Errorf("%s/.git is a symlink (to %s) in a writable directory: the sandbox could point it at a git dir of its own", wt, target),
+					HintText: fmt.Sprintf("replace the link with a gitfile, which git reads the same way and moat keeps read-only: rm %s/.git && echo 'gitdir: %s' > %s/.git", wt, target, wt)}
+			}
+			if config != nil {
+				// Nor a bare repository: git takes a directory holding HEAD, objects/
+				// and refs/ for a git dir when its .git is missing or broken (the
+				// sandbox can break a real one: its refs are writable), and with
+				// "core.worktree = ." the user's next git status there would run that
+				// config's core.fsmonitor. A HEAD that is a directory fails git's
+				// check; an existing HEAD stays read-only.
+				prot := *config
+				prot.Name, prot.Dir = "HEAD", true
+				prot.Reason = "a HEAD beside objects/ and refs/ makes the directory a bare repository, with a config the sandbox chose"
+				if err := p.protectOne(root, filepath.Join(wt, "HEAD"), prot); err != nil {
+					return err
+				}
+			}
 			for _, gf := range gitControlFiles(wt) {
 				prot := config
 				if gf.hooks {

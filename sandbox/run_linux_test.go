@@ -43,6 +43,13 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
+	// A state dir of its own: placeholders stay while any run of the same user
+	// lives, and other packages' tests run moat at the same time.
+	runtime := filepath.Join(root, "runtime")
+	if err := os.Mkdir(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
 	f := &fixture{root: root, ws: filepath.Join(root, "ws"), home: filepath.Join(root, "home"),
 		token: "TOKEN-" + filepath.Base(root)}
 	for _, d := range []string{f.ws, filepath.Join(f.home, ".ssh")} {

@@ -3,6 +3,7 @@ package escape_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/moat-sandbox/moat/internal/testmoat"
@@ -108,6 +109,64 @@ echo ok > normal
 		}
 		b.host(b.ws, nil, "git", "status")
 		checkNotPwned(t, pwn)
+	})
+
+	// A repository: the sandbox breaks its .git (the refs are writable: commits
+	// need them), so that git no longer takes .git for a git dir and looks at the
+	// workspace root itself, which the sandbox lays out as a bare repository.
+	t.Run("bare_layout_in_repo", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		gitInit(b, b.ws)
+		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `
+mv .git/refs .git/refs.moved
+mkdir -p objects refs/heads && echo "ref: refs/heads/main" > HEAD
+printf '[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "%s"\n' "$FSMON" > config
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(b.ws, ".git", "refs.moved")) {
+			t.Fatalf("control: workspace writes did not land on the host:\n%s", r)
+		}
+		if fi, err := os.Lstat(filepath.Join(b.ws, "HEAD")); err == nil {
+			t.Errorf("the sandbox created HEAD in the repository's root (%v)", fi.Mode())
+		}
+		b.host(b.ws, nil, "git", "status")
+		checkNotPwned(t, pwn)
+	})
+
+	// .git as a symlink to the git dir: the sandbox could repoint the link at a
+	// git dir of its own. moat refuses to run and says how to replace the link
+	// with a gitfile, which it protects; the control runs after that change.
+	t.Run("dotgit_symlink", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		gitInit(b, b.ws)
+		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		if err := os.Rename(filepath.Join(b.ws, ".git"), filepath.Join(b.ws, ".realgit")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(".realgit", filepath.Join(b.ws, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		pwn, env := payloadEnv(b)
+		attack := evilGitDir("evil") + `rm .git && ln -s evil .git; echo ran`
+		r := b.run(opts{env: env, script: attack})
+		if r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "gitdir:") {
+			t.Errorf("moat ran with a .git symlink in the workspace (want exit 125 and the gitfile hint):\n%s", r)
+		}
+		usersNextStep(b, b.ws)
+		checkNotPwned(t, pwn)
+		// Control: with a gitfile instead, the run works and git inside too.
+		if err := os.Remove(filepath.Join(b.ws, ".git")); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(b.ws, ".git"), "gitdir: .realgit\n", 0o644)
+		r = b.run(opts{env: env, script: `git commit -q --allow-empty -m inside && echo committed`})
+		if r.code != 0 || !strings.Contains(r.stdout, "committed") {
+			t.Errorf("control: with a gitfile, git inside failed:\n%s", r)
+		}
 	})
 }
 
