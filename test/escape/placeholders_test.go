@@ -1,6 +1,8 @@
 package escape_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -212,6 +214,64 @@ exit 0`})
 	for p, seen := range covers {
 		if !seen {
 			t.Errorf("control: no cover mounted at %s:\n%s\n%s", p, mountinfo, r)
+		}
+	}
+}
+
+// TestPlaceholdersOfConcurrentRuns: two runs of one user, in two workspaces. The
+// one that ends first removes its own placeholders at once, though the other
+// still runs; the other's stay, and keep covering: after the first run's cleanup
+// its sandbox still can't create what they cover. Judged by the host's workspaces.
+func TestPlaceholdersOfConcurrentRuns(t *testing.T) {
+	b := newBox(t)
+	other := filepath.Join(b.root, "other-ws")
+	testmoat.Mkdir(t, other)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	long := b.command(ctx, opts{script: `
+: > ready
+while [ ! -e go ]; do sleep 0.05; done
+mkdir -p .vscode 2>/dev/null; echo pwned > .vscode/tasks.json 2>/dev/null
+echo pwned > .envrc 2>/dev/null
+echo done > done
+`})
+	var out bytes.Buffer
+	long.Stdout, long.Stderr = &out, &out
+	if err := long.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer long.Wait()
+	defer long.Process.Kill()
+	if !testmoat.WaitFor(runTimeout, func() bool { return testmoat.Exists(filepath.Join(b.ws, "ready")) }) {
+		t.Fatalf("the long run never started:\n%s", out.String())
+	}
+	if !testmoat.Exists(filepath.Join(b.ws, ".vscode")) {
+		t.Fatal("control: the long run has no .vscode placeholder on the host")
+	}
+
+	r := b.run(opts{dir: other, script: `echo ok > normal`})
+	if testmoat.ReadFile(t, filepath.Join(other, "normal")) != "ok\n" {
+		t.Fatalf("control: the short run's write did not land:\n%s", r)
+	}
+	for _, n := range placeholderNames {
+		if testmoat.Exists(filepath.Join(other, n)) {
+			t.Errorf("%s stayed in the short run's workspace after it ended, while a run elsewhere lives", n)
+		}
+	}
+	if !testmoat.Exists(filepath.Join(b.ws, ".vscode")) {
+		t.Errorf("the long run's .vscode placeholder went when the short run ended")
+	}
+
+	writeFile(t, filepath.Join(b.ws, "go"), "", 0o644)
+	if err := long.Wait(); err != nil {
+		t.Fatalf("the long run: %v\n%s", err, out.String())
+	}
+	if testmoat.ReadFile(t, filepath.Join(b.ws, "done")) != "done\n" {
+		t.Fatalf("control: the long run's script did not finish:\n%s", out.String())
+	}
+	for _, n := range []string{".vscode", ".envrc"} {
+		if testmoat.Exists(filepath.Join(b.ws, n)) {
+			t.Errorf("%s exists in the long run's workspace after it ended: created through a cover the short run's cleanup removed, or left behind", n)
 		}
 	}
 }
