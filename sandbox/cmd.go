@@ -34,8 +34,9 @@ type Cmd struct {
 	Debug io.Writer
 	// Notice receives one line when the sandbox is weaker than the namespace mode:
 	// on a host where user namespaces are unavailable, the command runs in the
-	// direct mode, and the line names what that mode can't enforce there. nil
-	// means os.Stderr.
+	// direct mode, and the line names what that mode can't enforce there; and
+	// one for each bare git repository layout the command left in a work tree,
+	// which moat disarms. nil means os.Stderr.
 	Notice io.Writer
 	// Direct runs the command in the direct mode (README "Hosts without user
 	// namespaces") even where user namespaces work: for trying that mode out and
@@ -83,6 +84,7 @@ type Cmd struct {
 	proc         process
 	jobs         *jobControl
 	placeholders *placeholders
+	bareWatch    []string // work trees to check for a bare layout when the sandbox is gone
 	spawned      *spawned // the init Start spawned before planning, until start takes it
 }
 
@@ -159,6 +161,7 @@ func (c *Cmd) Start() error {
 	}
 	ph.recorded()
 	c.placeholders = ph
+	c.bareWatch = p.bareWatch
 	// The network is always served: with nothing allowed, the proxy still answers
 	// and says why each connection is refused.
 	s := &spec.Spec{
@@ -246,7 +249,10 @@ func (c *Cmd) Wait() error {
 	// namespace mode says while init is still exiting; the direct mode, after its
 	// Wait. Not before: removing a placeholder on the host detaches the sandbox's
 	// cover of it, and a live process of the sandbox could then create the path.
-	release := sync.OnceFunc(c.placeholders.release)
+	release := sync.OnceFunc(func() {
+		c.placeholders.release()
+		disarmBareLayouts(c.bareWatch, c.notice())
+	})
 	if e, ok := c.proc.(ender); ok {
 		go func() { <-e.Ended(); release() }()
 	}
@@ -273,6 +279,14 @@ func (c *Cmd) Wait() error {
 // processes is left (launch.Process.Ended).
 type ender interface {
 	Ended() <-chan struct{}
+}
+
+// notice is where lines about the run itself go: Notice, or os.Stderr.
+func (c *Cmd) notice() io.Writer {
+	if c.Notice == nil {
+		return os.Stderr
+	}
+	return c.Notice
 }
 
 func describe(w io.Writer, s *spec.Spec, notes []string) {

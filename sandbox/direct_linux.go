@@ -143,11 +143,7 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 		fmt.Fprintf(c.Debug, "moat: debug: direct mode: %s; Landlock ABI %d\n", situation, abi)
 		fmt.Fprintf(c.Debug, "moat: debug: direct mode: proxy on %s; unix sockets allowed: %q; local binding %v\n", proxyAddr, pol.Unix, pol.LocalBinding)
 	}
-	notice := c.Notice
-	if notice == nil {
-		notice = os.Stderr
-	}
-	fmt.Fprintln(notice, directNote(situation, abi))
+	fmt.Fprintln(c.notice(), directNote(situation, abi))
 
 	var onEvent func(connbroker.Event)
 	if c.Events != nil {

@@ -52,6 +52,7 @@ type plan struct {
 	writable     []string
 	placeholders []placeholder // created on the host for missing protected paths
 	notes        []string      // what was skipped and why, for --debug
+	bareWatch    []string      // work trees without a HEAD at start: see bareLayouts
 }
 
 type planner struct {
@@ -59,6 +60,7 @@ type planner struct {
 	nodes        map[string]*node
 	placeholders []placeholder
 	notes        []string
+	bareWatch    []string
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
 	record             func(placeholder) error // notes a placeholder before it is made
@@ -505,19 +507,11 @@ func (p *planner) protect() error {
 				return &SetupError{Stage: "policy", Err: fmt.Errorf("%s/.git is a symlink (to %s) in a writable directory: the sandbox could point it at a git dir of its own", wt, target),
 					HintText: fmt.Sprintf("replace the link with a gitfile, which git reads the same way and moat keeps read-only: rm %s/.git && echo 'gitdir: %s' > %s/.git", wt, target, wt)}
 			}
-			if config != nil {
-				// Nor a bare repository: git takes a directory holding HEAD, objects/
-				// and refs/ for a git dir when its .git is missing or broken (the
-				// sandbox can break a real one: its refs are writable), and with
-				// "core.worktree = ." the user's next git status there would run that
-				// config's core.fsmonitor. A HEAD that is a directory fails git's
-				// check; an existing HEAD stays read-only.
-				prot := *config
-				prot.Name, prot.Dir = "HEAD", true
-				prot.Reason = "a HEAD beside objects/ and refs/ makes the directory a bare repository, with a config the sandbox chose"
-				if err := p.protectOne(root, filepath.Join(wt, "HEAD"), prot); err != nil {
-					return err
-				}
+			if _, err := os.Lstat(filepath.Join(wt, "HEAD")); config != nil && errors.Is(err, fs.ErrNotExist) && p.writable(wt) {
+				// Watched for a bare layout the command leaves (bareLayouts). A
+				// placeholder can't stand in for HEAD: a directory named HEAD in a
+				// work tree makes "git show HEAD" ambiguous.
+				p.bareWatch = append(p.bareWatch, wt)
 			}
 			for _, gf := range gitControlFiles(wt) {
 				prot := config
@@ -813,7 +807,7 @@ func (p *planner) build() *plan {
 		}
 		return paths[i] < paths[j]
 	})
-	out := &plan{placeholders: p.placeholders, notes: p.notes}
+	out := &plan{placeholders: p.placeholders, notes: p.notes, bareWatch: p.bareWatch}
 	given := map[string]state{"/": {read: true, host: true}}
 	for _, path := range paths {
 		n := p.nodes[path]

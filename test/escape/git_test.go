@@ -91,7 +91,8 @@ echo ok > normal
 
 	// A workspace that is not a repository: with .git covered, the sandbox lays
 	// out the workspace root itself as a git dir (HEAD, objects/, refs/, config
-	// with core.worktree = .), which git accepts as a bare repository.
+	// with core.worktree = .), which git accepts as a bare repository. moat moves
+	// HEAD aside once the sandbox is gone.
 	t.Run("bare_layout_in_non_repo", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
@@ -104,9 +105,7 @@ echo ok > normal
 		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(b.ws, "config")) {
 			t.Fatalf("control: workspace writes did not land on the host:\n%s", r)
 		}
-		if fi, err := os.Lstat(filepath.Join(b.ws, "HEAD")); err == nil {
-			t.Errorf("the sandbox created HEAD in the workspace root (%v): with objects/ and refs/ git takes it for a repository", fi.Mode())
-		}
+		checkBareDisarmed(t, b, r)
 		b.host(b.ws, nil, "git", "status")
 		checkNotPwned(t, pwn)
 	})
@@ -129,9 +128,7 @@ echo ok > normal
 		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" || !testmoat.Exists(filepath.Join(b.ws, ".git", "refs.moved")) {
 			t.Fatalf("control: workspace writes did not land on the host:\n%s", r)
 		}
-		if fi, err := os.Lstat(filepath.Join(b.ws, "HEAD")); err == nil {
-			t.Errorf("the sandbox created HEAD in the repository's root (%v)", fi.Mode())
-		}
+		checkBareDisarmed(t, b, r)
 		b.host(b.ws, nil, "git", "status")
 		checkNotPwned(t, pwn)
 	})
@@ -168,6 +165,18 @@ echo ok > normal
 			t.Errorf("control: with a gitfile, git inside failed:\n%s", r)
 		}
 	})
+}
+
+// checkBareDisarmed: after a run that laid out the workspace root as a bare
+// repository, its HEAD is moved aside on the host, and moat said so.
+func checkBareDisarmed(t *testing.T, b *box, r result) {
+	t.Helper()
+	if fi, err := os.Lstat(filepath.Join(b.ws, "HEAD")); err == nil {
+		t.Errorf("HEAD (%v) is in the workspace root after the run: with objects/ and refs/ git takes the root for a repository", fi.Mode())
+	}
+	if !testmoat.Exists(filepath.Join(b.ws, "HEAD.moat-quarantine")) || !strings.Contains(r.stderr, "bare git repository") {
+		t.Errorf("control: no quarantined HEAD, or moat didn't say so:\n%s", r)
+	}
 }
 
 // evilGitDir is a script that makes a git dir named dir in the current directory,
