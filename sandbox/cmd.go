@@ -137,7 +137,7 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, record: ph.record, hold: ph.hold, dirs: newDirCache()}
+	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, record: ph.record, dirs: newDirCache()}
 	if c.FileEvents != nil && c.Events != nil {
 		o.bait = baitSockets(c.Policy, os.Environ()) // only the FUSE masks report them
 	}

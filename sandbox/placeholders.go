@@ -1,14 +1,11 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,24 +77,13 @@ func removePlaceholder(line string) {
 }
 
 // placeholders tracks the placeholders moat creates on the host so that a
-// missing protected path (.vscode, .git/hooks, ...) can be covered read-only.
-// They are grouped by the directory they are made in, each group with a lock
-// and a record in the user's state dir. A run holds a shared lock on a group
-// from before it looks at any placeholder there (hold) until its sandbox is
-// gone; a run that ends removes the recorded placeholders of every group no run
-// holds any more. So a placeholder goes when the last run that may cover it
-// ends, and runs in other directories don't keep it. A sandbox can't reach the
-// state dir: it lives in the host's runtime dir, which the sandbox doesn't see.
+// missing protected path (.vscode, .git/hooks, ...) can be covered read-only. Each
+// run holds a shared lock while its sandbox lives; the last run to end removes every
+// recorded placeholder that is still an empty directory. A sandbox can't reach the
+// record: it lives in the host's runtime dir, which the sandbox doesn't see.
 type placeholders struct {
-	dir    string
-	groups map[string]*phGroup // by the directory the placeholders are made in
-}
-
-// phGroup is one directory's placeholders: name is the record's file name in
-// the state dir, name+".lock" its lock's.
-type phGroup struct {
-	name string
 	lock *os.File
+	dir  string
 	list *os.File // the record, open for appending while the plan is made
 }
 
@@ -132,8 +118,6 @@ func mapUID(uidMap string, uid int) int {
 	return uid
 }
 
-// lockPlaceholders prepares this run's use of the state dir; hold takes the
-// locks.
 func lockPlaceholders() (*placeholders, error) {
 	dir, err := stateDir()
 	if err != nil {
@@ -151,135 +135,74 @@ func lockPlaceholders() (*placeholders, error) {
 		return nil, &SetupError{Stage: "state", Err: fmt.Errorf("state dir %s is not a private directory of this user", dir),
 			HintText: "remove it, or set XDG_RUNTIME_DIR to a directory only you can write"}
 	}
-	return &placeholders{dir: dir, groups: map[string]*phGroup{}}, nil
-}
-
-// groupName names the state files of the placeholders made in dir.
-func groupName(dir string) string {
-	sum := sha256.Sum256([]byte(dir))
-	return "ph-" + hex.EncodeToString(sum[:12])
-}
-
-// hold takes this run's shared lock on the placeholders made in dir, waiting
-// while a run that ended removes them. The plan calls it before it looks at a
-// protected path in dir: from then on no other run removes a placeholder there
-// until this run releases.
-func (p *placeholders) hold(dir string) error {
-	if p.groups[dir] != nil {
-		return nil
-	}
-	g := &phGroup{name: groupName(dir)}
-	f, err := os.OpenFile(filepath.Join(p.dir, g.name+".lock"), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, "placeholders.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
 		f.Close()
-		return fmt.Errorf("lock %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
-	g.lock = f
-	p.groups[dir] = g
-	return nil
+	return &placeholders{lock: f, dir: dir}, nil
 }
+
+func (p *placeholders) listPath() string { return filepath.Join(p.dir, "placeholders") }
 
 // record notes a placeholder before it is created: a run that fails or is killed
 // between creating and recording would leave a placeholder no run removes, which the
 // next runs would take for the user's own (and show to the sandbox as such).
 func (p *placeholders) record(ph placeholder) error {
-	dir := filepath.Dir(ph.path)
-	if err := p.hold(dir); err != nil {
-		return err
-	}
-	g := p.groups[dir]
-	if g.list == nil {
-		f, err := os.OpenFile(filepath.Join(p.dir, g.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_CLOEXEC, 0o600)
+	if p.list == nil {
+		f, err := os.OpenFile(p.listPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return err
 		}
-		g.list = f
+		p.list = f
 	}
-	_, err := g.list.WriteString(ph.line() + "\n")
+	_, err := p.list.WriteString(ph.line() + "\n")
 	return err
 }
 
-// recorded closes the records once the plan is made.
+// recorded closes the record once the plan is made.
 func (p *placeholders) recorded() {
-	if p == nil {
-		return
-	}
-	for _, g := range p.groups {
-		if g.list != nil {
-			g.list.Close()
-			g.list = nil
-		}
+	if p != nil && p.list != nil {
+		p.list.Close()
+		p.list = nil
 	}
 }
 
-// release ends this run's holds, then removes the recorded placeholders of every
-// group no run holds: this run's, and those of runs that ended without removing
-// theirs (killed, or failed).
+// release ends this run's hold; if no other run holds the lock, it removes every
+// recorded placeholder that is still what moat made.
 func (p *placeholders) release() {
-	if p == nil || p.groups == nil {
+	if p == nil || p.lock == nil {
 		return
 	}
 	p.recorded()
-	for _, g := range p.groups {
-		g.lock.Close() // the lock goes with the descriptor
+	defer p.lock.Close()
+	fd := int(p.lock.Fd())
+	_ = syscall.Flock(fd, syscall.LOCK_UN)
+	if fi, err := os.Stat(p.listPath()); err != nil || fi.Size() == 0 {
+		return
 	}
-	p.groups = nil
-	ents, err := os.ReadDir(p.dir)
+	if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return // another sandbox still uses them; the last one out cleans up
+	}
+	data, err := os.ReadFile(p.listPath())
 	if err != nil {
 		return
 	}
-	var lines []string
-	var taken []*os.File
-	var lists []string
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".lock")
-		if !ok {
-			continue
-		}
-		list := filepath.Join(p.dir, name) // "placeholders" for moat's earlier single record
-		if fi, err := os.Stat(list); err != nil || fi.Size() == 0 {
-			continue
-		}
-		f, err := os.OpenFile(filepath.Join(p.dir, e.Name()), os.O_RDWR|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-			f.Close() // a live run holds them; the last one out removes them
-			continue
-		}
-		data, err := os.ReadFile(list)
-		if err != nil {
-			f.Close()
-			continue
-		}
-		lines = append(lines, strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")...)
-		taken = append(taken, f)
-		lists = append(lists, list)
-	}
-	if len(taken) == 0 {
-		return
-	}
-	removePlaceholders(lines)
-	for i, f := range taken {
-		_ = os.Truncate(lists[i], 0)
-		f.Close()
-	}
+	removePlaceholders(strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"))
+	_ = os.Truncate(p.listPath(), 0)
 	starttrace.Mark("supervisor", "placeholders removed")
 }
 
-// removePlaceholders removes the placeholders of record lines, deepest first: a
-// placeholder made inside another one (the hooks directory of a placeholder .git)
-// goes before the directory that holds it, whichever group recorded it. (Not in
+// removePlaceholders removes the placeholders of record lines, given in the order
+// they were made, last made first: a placeholder made inside another one (the hooks
+// directory of a placeholder .git) goes before the directory that holds it. (Not in
 // parallel: on a filesystem mounted with discard each rmdir waits for the device,
 // and those waits don't overlap.)
 func removePlaceholders(lines []string) {
-	depth := func(line string) int { return strings.Count(line[strings.LastIndexByte(line, '\t')+1:], "/") }
-	sort.SliceStable(lines, func(i, j int) bool { return depth(lines[i]) > depth(lines[j]) })
-	for _, l := range lines {
-		removePlaceholder(l)
+	for i := len(lines) - 1; i >= 0; i-- {
+		removePlaceholder(lines[i])
 	}
 }

@@ -64,7 +64,6 @@ type planner struct {
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
 	record             func(placeholder) error // notes a placeholder before it is made
-	hold               func(dir string) error  // keeps other runs from removing placeholders in dir
 	dirs               *dirCache               // listings shared by the walks; nil reads each time
 }
 
@@ -83,16 +82,13 @@ type planOptions struct {
 	// record, when set, notes each placeholder before it is created
 	// (placeholders.record).
 	record func(placeholder) error
-	// hold, when set, is called with a directory before the plan looks at a
-	// protected path in it (placeholders.hold).
-	hold func(dir string) error
 	// dirs, when set, holds the directory listings read for the plan (ignoreRules
 	// fills it first), so each directory is read once.
 	dirs *dirCache
 }
 
 func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
-	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, record: o.record, hold: o.hold, dirs: o.dirs}
+	p := &planner{pol: pol, nodes: map[string]*node{}, createPlaceholders: o.createPlaceholders, record: o.record, dirs: o.dirs}
 	if o.createPlaceholders {
 		p.notes = append(p.notes, createDirs(pol)...)
 	}
@@ -688,13 +684,6 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 	}
 	if !dir && fileContent == nil {
 		panic("sandbox: bug: a file placeholder needs its content")
-	}
-	if p.createPlaceholders && p.hold != nil {
-		// Before looking: a placeholder another run made here stays while this
-		// run may cover it.
-		if err := p.hold(filepath.Dir(target)); err != nil {
-			return fmt.Errorf("hold the placeholders in %s: %w", filepath.Dir(target), err)
-		}
 	}
 	// Pin every directory from the writable root down to the protected path, so that
 	// renaming a parent (mv .git .old; mkdir -p .git/hooks) can't get around it.
