@@ -84,8 +84,8 @@ type Cmd struct {
 	proc         process
 	jobs         *jobControl
 	placeholders *placeholders
-	bareWatch    []string // work trees to check for a bare layout when the sandbox is gone
-	spawned      *spawned // the init Start spawned before planning, until start takes it
+	bareWatch    []watchedDir // work trees to check for a bare layout when the sandbox is gone
+	spawned      *spawned     // the init Start spawned before planning, until start takes it
 }
 
 // process is the running sandbox, per platform.

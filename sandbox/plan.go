@@ -52,7 +52,7 @@ type plan struct {
 	writable     []string
 	placeholders []placeholder // created on the host for missing protected paths
 	notes        []string      // what was skipped and why, for --debug
-	bareWatch    []string      // work trees without a HEAD at start: see bareLayouts
+	bareWatch    []watchedDir  // work trees without a HEAD at start: see disarmBareLayouts
 }
 
 type planner struct {
@@ -60,7 +60,7 @@ type planner struct {
 	nodes        map[string]*node
 	placeholders []placeholder
 	notes        []string
-	bareWatch    []string
+	bareWatch    []watchedDir
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
 	record             func(placeholder) error // notes a placeholder before it is made
@@ -507,7 +507,9 @@ func (p *planner) protect() error {
 				// Watched for a bare layout the command leaves (bareLayouts). A
 				// placeholder can't stand in for HEAD: a directory named HEAD in a
 				// work tree makes "git show HEAD" ambiguous.
-				p.bareWatch = append(p.bareWatch, wt)
+				if w, ok := watchDir(wt); ok {
+					p.bareWatch = append(p.bareWatch, w)
+				}
 			}
 			for _, gf := range gitControlFiles(wt) {
 				prot := config
