@@ -295,6 +295,12 @@ func gitInit(b *box, dir string) {
 	b.git(dir, "-c", "init.defaultBranch=main", "init", "-q")
 }
 
+// gitInitCommit makes dir a repository with one empty commit.
+func gitInitCommit(b *box, dir string) {
+	gitInit(b, dir)
+	b.git(dir, "commit", "--allow-empty", "-qm", "init")
+}
+
 // repoWithSubmodule makes the workspace a repository with one commit that adds
 // a submodule at lib (its git dir: .git/modules/lib).
 func repoWithSubmodule(b *box) {
@@ -435,8 +441,7 @@ echo ok > normal && mkdir -p src/.hidden && echo ok > src/.hidden/f
 	t.Run("git_commondir_redirect", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		gitInit(b, b.ws)
-		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, b.ws)
 		pwn, env := payloadEnv(b)
 		r := b.run(opts{env: env, script: `
 cp -r .git evil && printf '%s' "$HOOK" > evil/hooks/pre-commit && chmod +x evil/hooks/pre-commit
@@ -462,8 +467,7 @@ echo ok > normal
 		b := newBox(t)
 		gitInit(b, b.ws)
 		sub := filepath.Join(b.ws, "vendor", "lib")
-		gitInit(b, sub)
-		b.git(sub, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, sub)
 		config := testmoat.ReadFile(t, filepath.Join(sub, ".git", "config"))
 		hooks := hookNames(t, filepath.Join(sub, ".git", "hooks"))
 		pwn, env := payloadEnv(b)

@@ -20,8 +20,7 @@ func testGitRedirects(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
 		main := filepath.Join(b.root, "main")
-		gitInit(b, main)
-		b.git(main, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, main)
 		wt := filepath.Join(b.root, "wt")
 		b.git(main, "worktree", "add", "-q", "-b", "feature", wt)
 		before := testmoat.ReadFile(t, filepath.Join(wt, ".git"))
@@ -69,8 +68,7 @@ echo ok > lib/normal
 	t.Run("linked_worktree_config", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		gitInit(b, b.ws)
-		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, b.ws)
 		wt := filepath.Join(b.root, "wt")
 		b.git(b.ws, "worktree", "add", "-q", "-b", "feature", wt)
 		b.git(b.ws, "config", "extensions.worktreeConfig", "true")
@@ -116,8 +114,7 @@ echo ok > normal
 	t.Run("bare_layout_in_repo", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		gitInit(b, b.ws)
-		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, b.ws)
 		pwn, env := payloadEnv(b)
 		r := b.run(opts{env: env, script: `
 mv .git/refs .git/refs.moved
@@ -139,8 +136,7 @@ echo ok > normal
 	t.Run("dotgit_symlink", func(t *testing.T) {
 		t.Parallel()
 		b := newBox(t)
-		gitInit(b, b.ws)
-		b.git(b.ws, "commit", "--allow-empty", "-qm", "init")
+		gitInitCommit(b, b.ws)
 		if err := os.Rename(filepath.Join(b.ws, ".git"), filepath.Join(b.ws, ".realgit")); err != nil {
 			t.Fatal(err)
 		}
