@@ -3,6 +3,9 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -74,4 +77,80 @@ func disarmBareLayout(dir int, d watchedDir, w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "moat: the command laid out %s as a bare git repository (HEAD, objects/, refs/), whose config git would obey; moved HEAD to %s\n", d.path, to)
+}
+
+// Git writes some files of its git dir by opening them, not by renaming a new
+// file into place, and so follows a symlink there: it appends to the reflogs
+// (logs/), and writes COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD and the like. A
+// link the command plants there (logs/HEAD -> ~/.bashrc) makes the user's next
+// git command write where the link points, outside the workspace, text the
+// command chose (a branch name is a shell command substitution away from a
+// payload). Inside the sandbox those writes fail; on the host they don't.
+// moat notes which of those paths are links at the start and, once the
+// sandbox is gone, moves aside every link there that is new.
+
+// gitFollowedFiles are the git dir's files git writes through a link.
+var gitFollowedFiles = []string{"COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "TAG_EDITMSG", "FETCH_HEAD",
+	"BISECT_LOG", "MERGE_RR", "gitk.cache", "logs"}
+
+// gitLinkWatch is a writable git dir and the links its followed files were at
+// the start.
+type gitLinkWatch struct {
+	dir   watchedDir
+	links map[string]bool // relative to dir
+}
+
+func watchGitLinks(dir string) (gitLinkWatch, bool) {
+	d, ok := watchDir(dir)
+	if !ok {
+		return gitLinkWatch{}, false
+	}
+	return gitLinkWatch{d, gitDirLinks(dir)}, true
+}
+
+// gitDirLinks lists the links among dir's followed files and below logs/.
+func gitDirLinks(dir string) map[string]bool {
+	links := map[string]bool{}
+	for _, name := range gitFollowedFiles {
+		_ = filepath.WalkDir(filepath.Join(dir, name), func(path string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if e.Type()&fs.ModeSymlink != 0 {
+				if rel, err := filepath.Rel(dir, path); err == nil {
+					links[rel] = true
+				}
+			}
+			return nil
+		})
+	}
+	return links
+}
+
+// disarmGitLinks renames each link that is new in a watched git dir to
+// NAME.moat-quarantine, and says so on w. It runs when no process of the
+// sandbox is left.
+func disarmGitLinks(dirs []gitLinkWatch, w io.Writer) {
+	for _, g := range dirs {
+		var st unix.Stat_t
+		if unix.Lstat(g.dir.path, &st) != nil || st.Dev != g.dir.dev || st.Ino != g.dir.ino {
+			continue
+		}
+		for rel := range gitDirLinks(g.dir.path) {
+			if g.links[rel] {
+				continue
+			}
+			path := filepath.Join(g.dir.path, rel)
+			target, _ := os.Readlink(path)
+			to := path + ".moat-quarantine"
+			for i := 2; unix.Lstat(to, &st) == nil; i++ {
+				to = path + ".moat-quarantine-" + strconv.Itoa(i)
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE); err != nil {
+				fmt.Fprintf(w, "moat: warning: the command made %s a link to %s, which git would write through, and moving it aside failed: %v; remove it before you run git there\n", path, target, err)
+				continue
+			}
+			fmt.Fprintf(w, "moat: the command made %s a link to %s, which git would write through; moved it to %s\n", path, target, filepath.Base(to))
+		}
+	}
 }

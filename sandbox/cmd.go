@@ -84,8 +84,9 @@ type Cmd struct {
 	proc         process
 	jobs         *jobControl
 	placeholders *placeholders
-	bareWatch    []watchedDir // work trees to check for a bare layout when the sandbox is gone
-	spawned      *spawned     // the init Start spawned before planning, until start takes it
+	bareWatch    []watchedDir   // work trees to check for a bare layout when the sandbox is gone
+	gitLinks     []gitLinkWatch // git dirs to check for planted links when the sandbox is gone
+	spawned      *spawned       // the init Start spawned before planning, until start takes it
 }
 
 // process is the running sandbox, per platform.
@@ -162,6 +163,7 @@ func (c *Cmd) Start() error {
 	ph.recorded()
 	c.placeholders = ph
 	c.bareWatch = p.bareWatch
+	c.gitLinks = p.gitLinks
 	// The network is always served: with nothing allowed, the proxy still answers
 	// and says why each connection is refused.
 	s := &spec.Spec{
@@ -252,6 +254,7 @@ func (c *Cmd) Wait() error {
 	release := sync.OnceFunc(func() {
 		c.placeholders.release()
 		disarmBareLayouts(c.bareWatch, c.notice())
+		disarmGitLinks(c.gitLinks, c.notice())
 	})
 	if e, ok := c.proc.(ender); ok {
 		go func() { <-e.Ended(); release() }()

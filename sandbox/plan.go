@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,9 +51,10 @@ type state struct {
 type plan struct {
 	mounts       []spec.Mount
 	writable     []string
-	placeholders []placeholder // created on the host for missing protected paths
-	notes        []string      // what was skipped and why, for --debug
-	bareWatch    []watchedDir  // work trees without a HEAD at start: see disarmBareLayouts
+	placeholders []placeholder  // created on the host for missing protected paths
+	notes        []string       // what was skipped and why, for --debug
+	bareWatch    []watchedDir   // work trees without a HEAD at start: see disarmBareLayouts
+	gitLinks     []gitLinkWatch // writable git dirs: see disarmGitLinks
 }
 
 type planner struct {
@@ -61,6 +63,7 @@ type planner struct {
 	placeholders []placeholder
 	notes        []string
 	bareWatch    []watchedDir
+	gitLinks     []gitLinkWatch
 	// createPlaceholders is false in dry runs (tests of the plan itself).
 	createPlaceholders bool
 	record             func(placeholder) error // notes a placeholder before it is made
@@ -511,6 +514,15 @@ func (p *planner) protect() error {
 					p.bareWatch = append(p.bareWatch, w)
 				}
 			}
+			if gd, ok := gitDir(wt); ok && config != nil {
+				for _, d := range uniq(gd, commonDir(gd)) {
+					if p.writable(d) && !slices.ContainsFunc(p.gitLinks, func(w gitLinkWatch) bool { return w.dir.path == d }) {
+						if w, ok := watchGitLinks(d); ok {
+							p.gitLinks = append(p.gitLinks, w)
+						}
+					}
+				}
+			}
 			for _, gf := range gitControlFiles(wt) {
 				prot := config
 				if gf.hooks {
@@ -798,7 +810,7 @@ func (p *planner) build() *plan {
 		}
 		return paths[i] < paths[j]
 	})
-	out := &plan{placeholders: p.placeholders, notes: p.notes, bareWatch: p.bareWatch}
+	out := &plan{placeholders: p.placeholders, notes: p.notes, bareWatch: p.bareWatch, gitLinks: p.gitLinks}
 	given := map[string]state{"/": {read: true, host: true}}
 	for _, path := range paths {
 		n := p.nodes[path]

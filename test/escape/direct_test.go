@@ -43,6 +43,7 @@ var directEscapes = []string{
 	"secret_reads",
 	"protected_paths",
 	"git_redirects",
+	"git_dir_links",
 	"rule_paths",
 	"inherited_descriptors",
 	"host_processes",

@@ -163,6 +163,43 @@ echo ok > normal
 	})
 }
 
+// testGitDirLinks: links planted in the git dir where git writes by opening a
+// file (the reflog, COMMIT_EDITMSG, a whole logs/ directory) would make the
+// user's next checkout and commit write outside the workspace: a reflog line
+// that names a branch like "$(payload)" appended to ~/.bashrc. moat moves the
+// new links aside once the sandbox is gone; the victims must stay as they were.
+func testGitDirLinks(t *testing.T) {
+	b := newBox(t)
+	gitInitCommit(b, b.ws)
+	b.git(b.ws, "branch", "side")
+	rc, victim, logs := filepath.Join(b.root, "victim-rc"), filepath.Join(b.root, "victim-file"), filepath.Join(b.root, "victim-logs")
+	writeFile(t, rc, "# the user's rc file\n", 0o644)
+	testmoat.Mkdir(t, logs)
+	r := b.run(opts{script: `
+rm -f .git/logs/HEAD && ln -s ` + shq(rc) + ` .git/logs/HEAD
+ln -s ` + shq(victim) + ` .git/COMMIT_EDITMSG
+rm -rf .git/logs/refs && ln -s ` + shq(logs) + ` .git/logs/refs
+echo ok > normal
+`})
+	if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+		t.Fatalf("control: a workspace write did not land:\n%s", r)
+	}
+	b.git(b.ws, "checkout", "-q", "side")
+	b.git(b.ws, "commit", "-q", "--allow-empty", "-m", "user's commit")
+	if got := testmoat.ReadFile(t, rc); got != "# the user's rc file\n" {
+		t.Errorf("the user's git wrote through the planted .git/logs/HEAD link into %s:\n%s", rc, got)
+	}
+	if testmoat.Exists(victim) {
+		t.Errorf("the user's git wrote through the planted .git/COMMIT_EDITMSG link: %q", testmoat.ReadFile(t, victim))
+	}
+	if ents, _ := os.ReadDir(logs); len(ents) > 0 {
+		t.Errorf("the user's git wrote reflogs through the planted .git/logs/refs link into %s", logs)
+	}
+	if !strings.Contains(r.stderr, "git would write through") {
+		t.Errorf("control: moat did not say it moved the links aside:\n%s", r)
+	}
+}
+
 // checkBareDisarmed: after a run that laid out the workspace root as a bare
 // repository, its HEAD is moved aside on the host, and moat said so.
 func checkBareDisarmed(t *testing.T, b *box, r result) {

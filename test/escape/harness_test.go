@@ -251,6 +251,7 @@ func TestEscape(t *testing.T) {
 		{"secret_reads", testSecretReads},
 		{"protected_paths", testProtectedPaths},
 		{"git_redirects", testGitRedirects},
+		{"git_dir_links", testGitDirLinks},
 		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
 		{"host_processes", testHostProcesses},
