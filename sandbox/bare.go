@@ -1,26 +1,38 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// A directory holding HEAD, objects/ and refs/ is a git dir to git: a bare
-// repository. Where a work tree's .git is missing or broken (the command can
-// break a real one: commits need its refs writable), git's discovery takes the
-// work tree itself for one, and with "core.worktree = ." in the config the
-// command wrote, the user's next git status there runs that config's
-// core.fsmonitor (its pager and aliases run on other commands). A placeholder
-// can't keep HEAD from being made: a directory named HEAD in a work tree makes
-// "git show HEAD" ambiguous. So moat looks once the sandbox is gone.
+// After the run moat looks at the git files the sandbox could write but no
+// mount can keep as they were, and moves aside what would make the user's next
+// git command run or write what the command chose. Both checks run when no
+// process of the sandbox is left, so nothing changes the files meanwhile, on a
+// directory opened without following links that must be the one seen at start.
+//
+// - A bare layout. A directory holding HEAD, objects/ and refs/ is a git dir to
+//   git. Where a work tree's .git is missing or broken (the command can break a
+//   real one: commits need its refs writable), git takes the work tree itself for
+//   one, and with "core.worktree = ." the config the command wrote runs (its
+//   core.fsmonitor on git status, its pager and aliases on other commands). A
+//   placeholder can't keep HEAD from being made: a directory named HEAD in a work
+//   tree makes "git show HEAD" ambiguous.
+// - Links in a git dir where git writes by opening the file, not by renaming a
+//   new one into place, and so follows a link: it appends to the reflogs (logs/)
+//   and writes COMMIT_EDITMSG, FETCH_HEAD and the like. logs/HEAD -> ~/.bashrc
+//   makes the user's next checkout append a line naming a branch the command
+//   chose ("fix$(payload)"). Inside the sandbox those writes fail; on the host
+//   they don't.
 
-// watchedDir is a work tree to look at after the run, and its identity at the
+// watchedDir is a directory to look at after the run, and its identity at the
 // start: the command may have replaced it (or a directory above it) with a link
 // to somewhere else, where moat must not rename anything.
 type watchedDir struct {
@@ -36,30 +48,53 @@ func watchDir(path string) (watchedDir, bool) {
 	return watchedDir{path, st.Dev, st.Ino}, true
 }
 
-// disarmBareLayouts renames HEAD to HEAD.moat-quarantine in each of dirs that
-// the command left laid out as a bare repository, and says so on w. It runs when
-// no process of the sandbox is left, so nothing changes the layout meanwhile;
-// each directory is opened without following links and must be the one seen at
-// the start.
+// open opens d without following links and checks it is the directory seen at
+// the start. A failure is said on w: the check of d did not happen.
+func (d watchedDir) open(w io.Writer, what string) (int, bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, d.path, &unix.OpenHow{
+		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if errors.Is(err, unix.ENOENT) {
+		return -1, false // removed: nothing of it for git to read
+	}
+	var st unix.Stat_t
+	if err == nil && (unix.Fstat(fd, &st) != nil || st.Dev != d.dev || st.Ino != d.ino) {
+		unix.Close(fd)
+		err = errors.New("it is no longer the directory it was at the start")
+	}
+	if err != nil {
+		fmt.Fprintf(w, "moat: warning: could not check %s for %s: %v; look before you run git there\n", d.path, what, err)
+		return -1, false
+	}
+	return fd, true
+}
+
+// quarantine renames name in dir to name.moat-quarantine (or -2, -3, ...) and
+// returns the new name.
+func quarantine(dir int, name string) (string, error) {
+	var st unix.Stat_t
+	to := name + ".moat-quarantine"
+	for i := 2; unix.Fstatat(dir, to, &st, unix.AT_SYMLINK_NOFOLLOW) == nil; i++ {
+		to = name + ".moat-quarantine-" + strconv.Itoa(i)
+	}
+	return to, unix.Renameat2(dir, name, dir, to, unix.RENAME_NOREPLACE)
+}
+
+// disarmBareLayouts moves HEAD aside in each of dirs (work trees that had none
+// at the start) that the command left laid out as a bare repository, and says
+// so on w.
 func disarmBareLayouts(dirs []watchedDir, w io.Writer) {
 	for _, d := range dirs {
-		fd, err := unix.Openat2(unix.AT_FDCWD, d.path, &unix.OpenHow{
-			Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
-		if err != nil {
-			continue
+		if fd, ok := d.open(w, "a bare repository layout"); ok {
+			disarmBareLayout(fd, d.path, w)
+			unix.Close(fd)
 		}
-		disarmBareLayout(fd, d, w)
-		unix.Close(fd)
 	}
 }
 
-func disarmBareLayout(dir int, d watchedDir, w io.Writer) {
-	var st unix.Stat_t
-	if unix.Fstat(dir, &st) != nil || st.Dev != d.dev || st.Ino != d.ino {
-		return
-	}
+func disarmBareLayout(dir int, path string, w io.Writer) {
 	// git reads HEAD as a file, or a symlink into refs/; objects/ and refs/ it
 	// checks with access(2), which follows links.
+	var st unix.Stat_t
 	if unix.Fstatat(dir, "HEAD", &st, unix.AT_SYMLINK_NOFOLLOW) != nil || (st.Mode&unix.S_IFMT != unix.S_IFREG && st.Mode&unix.S_IFMT != unix.S_IFLNK) {
 		return
 	}
@@ -68,36 +103,23 @@ func disarmBareLayout(dir int, d watchedDir, w io.Writer) {
 			return
 		}
 	}
-	to := "HEAD.moat-quarantine"
-	for i := 2; unix.Fstatat(dir, to, &st, unix.AT_SYMLINK_NOFOLLOW) == nil; i++ {
-		to = "HEAD.moat-quarantine-" + strconv.Itoa(i)
-	}
-	if err := unix.Renameat2(dir, "HEAD", dir, to, unix.RENAME_NOREPLACE); err != nil {
-		fmt.Fprintf(w, "moat: warning: the command laid out %s as a bare git repository (HEAD, objects/, refs/), and moving HEAD aside failed: %v; don't run git there before you remove them\n", d.path, err)
+	to, err := quarantine(dir, "HEAD")
+	if err != nil {
+		fmt.Fprintf(w, "moat: warning: the command laid out %s as a bare git repository (HEAD, objects/, refs/), and moving HEAD aside failed: %v; don't run git there before you remove them\n", path, err)
 		return
 	}
-	fmt.Fprintf(w, "moat: the command laid out %s as a bare git repository (HEAD, objects/, refs/), whose config git would obey; moved HEAD to %s\n", d.path, to)
+	fmt.Fprintf(w, "moat: the command laid out %s as a bare git repository (HEAD, objects/, refs/), whose config git would obey; moved HEAD to %s\n", path, to)
 }
-
-// Git writes some files of its git dir by opening them, not by renaming a new
-// file into place, and so follows a symlink there: it appends to the reflogs
-// (logs/), and writes COMMIT_EDITMSG, MERGE_MSG, FETCH_HEAD and the like. A
-// link the command plants there (logs/HEAD -> ~/.bashrc) makes the user's next
-// git command write where the link points, outside the workspace, text the
-// command chose (a branch name is a shell command substitution away from a
-// payload). Inside the sandbox those writes fail; on the host they don't.
-// moat notes which of those paths are links at the start and, once the
-// sandbox is gone, moves aside every link there that is new.
 
 // gitFollowedFiles are the git dir's files git writes through a link.
 var gitFollowedFiles = []string{"COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "TAG_EDITMSG", "FETCH_HEAD",
 	"BISECT_LOG", "MERGE_RR", "gitk.cache", "logs"}
 
-// gitLinkWatch is a writable git dir and the links its followed files were at
-// the start.
+// gitLinkWatch is a writable git dir and the links among its followed files at
+// the start, by path relative to it.
 type gitLinkWatch struct {
 	dir   watchedDir
-	links map[string]bool // relative to dir
+	links map[string]bool
 }
 
 func watchGitLinks(dir string) (gitLinkWatch, bool) {
@@ -105,21 +127,17 @@ func watchGitLinks(dir string) (gitLinkWatch, bool) {
 	if !ok {
 		return gitLinkWatch{}, false
 	}
-	return gitLinkWatch{d, gitDirLinks(dir)}, true
+	return gitLinkWatch{d, gitDirLinks(os.DirFS(dir))}, true
 }
 
-// gitDirLinks lists the links among dir's followed files and below logs/.
-func gitDirLinks(dir string) map[string]bool {
+// gitDirLinks lists the links among a git dir's followed files and below logs/
+// (a walk that doesn't follow links).
+func gitDirLinks(dir fs.FS) map[string]bool {
 	links := map[string]bool{}
 	for _, name := range gitFollowedFiles {
-		_ = filepath.WalkDir(filepath.Join(dir, name), func(path string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if e.Type()&fs.ModeSymlink != 0 {
-				if rel, err := filepath.Rel(dir, path); err == nil {
-					links[rel] = true
-				}
+		_ = fs.WalkDir(dir, name, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.Type()&fs.ModeSymlink != 0 {
+				links[p] = true
 			}
 			return nil
 		})
@@ -127,30 +145,37 @@ func gitDirLinks(dir string) map[string]bool {
 	return links
 }
 
-// disarmGitLinks renames each link that is new in a watched git dir to
-// NAME.moat-quarantine, and says so on w. It runs when no process of the
-// sandbox is left.
+// disarmGitLinks moves aside each link that is new among a watched git dir's
+// followed files, and says so on w.
 func disarmGitLinks(dirs []gitLinkWatch, w io.Writer) {
 	for _, g := range dirs {
-		var st unix.Stat_t
-		if unix.Lstat(g.dir.path, &st) != nil || st.Dev != g.dir.dev || st.Ino != g.dir.ino {
+		fd, ok := g.dir.open(w, "links git would write through")
+		if !ok {
 			continue
 		}
-		for rel := range gitDirLinks(g.dir.path) {
+		// Listed through the verified descriptor, not the path.
+		for rel := range gitDirLinks(os.DirFS(fmt.Sprintf("/proc/self/fd/%d", fd))) {
 			if g.links[rel] {
 				continue
 			}
-			path := filepath.Join(g.dir.path, rel)
-			target, _ := os.Readlink(path)
-			to := path + ".moat-quarantine"
-			for i := 2; unix.Lstat(to, &st) == nil; i++ {
-				to = path + ".moat-quarantine-" + strconv.Itoa(i)
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE); err != nil {
-				fmt.Fprintf(w, "moat: warning: the command made %s a link to %s, which git would write through, and moving it aside failed: %v; remove it before you run git there\n", path, target, err)
-				continue
-			}
-			fmt.Fprintf(w, "moat: the command made %s a link to %s, which git would write through; moved it to %s\n", path, target, filepath.Base(to))
+			disarmGitLink(fd, g.dir.path, rel, w)
 		}
+		unix.Close(fd)
 	}
+}
+
+func disarmGitLink(dir int, gitDir, rel string, w io.Writer) {
+	full := path.Join(gitDir, rel)
+	parent, err := unix.Openat2(dir, path.Dir(rel), &unix.OpenHow{
+		Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	var to string
+	if err == nil {
+		to, err = quarantine(parent, path.Base(rel))
+		unix.Close(parent)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "moat: warning: the command made %s a link, which git would write through, and moving it aside failed: %v; remove it before you run git there\n", full, err)
+		return
+	}
+	fmt.Fprintf(w, "moat: the command made %s a link, which git would write through; moved it to %s\n", full, to)
 }
