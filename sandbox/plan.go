@@ -600,7 +600,14 @@ func (p *planner) protectMissing(rules []policy.Rule) error {
 		}
 		parent, err := filepath.EvalSymlinks(filepath.Dir(missing))
 		if err != nil {
-			continue // a dangling link on the way: nothing can be created through it
+			if p.rootOf(filepath.Dir(missing)) == "" && !p.writable(filepath.Dir(missing)) {
+				continue // not in a writable directory: nothing can be created there
+			}
+			// A dangling link on the way, in a writable directory: the command can
+			// create the link's target and then the path through it.
+			return &SetupError{Stage: "policy",
+				Err:      fmt.Errorf("denyWrite %s: %s can't be covered: a symlink on its way points to nothing (%v)", r.Origin, r.Path, err),
+				HintText: "create the link's target or remove the link, so moat can keep the path read-only"}
 		}
 		target := filepath.Join(parent, filepath.Base(missing))
 		base := p.rootOf(target)

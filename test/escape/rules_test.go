@@ -69,4 +69,23 @@ func testRulePaths(t *testing.T) {
 			t.Errorf("deep/ exists on the host after the run (created, or a placeholder left behind)")
 		}
 	})
+
+	// A denyWrite whose way goes through a dangling link (tools -> real, no real
+	// yet): the command could create real/ and then the path through the link.
+	// moat refuses to run and says why.
+	t.Run("deny_write_through_dangling_link", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		if err := os.Symlink("real", filepath.Join(b.ws, "tools")); err != nil {
+			t.Fatal(err)
+		}
+		config := `{"filesystem": {"allowWrite": ["."], "denyWrite": ["./tools/cfg/settings.json"]}}`
+		r := b.run(opts{config: config, script: `mkdir -p real/cfg; echo evil > tools/cfg/settings.json; echo ran`})
+		if p := filepath.Join(b.ws, "real", "cfg", "settings.json"); testmoat.Exists(p) {
+			t.Errorf("the sandbox created the denied path through the dangling link: %q", testmoat.ReadFile(t, p))
+		}
+		if r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, "points to nothing") {
+			t.Errorf("moat ran with a denyWrite it couldn't cover (want exit 125 naming the dangling link):\n%s", r)
+		}
+	})
 }
