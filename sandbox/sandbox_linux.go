@@ -64,7 +64,7 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
 	}
 	if c.jobs != nil {
-		c.jobs.pgid = p.Pgid()
+		c.jobs.pgid, c.jobs.frozen = p.Pgid(), p
 	}
 	fs, err := c.serveFUSE(p, s)
 	if err != nil {

@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,9 +21,16 @@ import (
 // the way until it needs the terminal: when the command stops (it stops too, so
 // the caller's shell gets the terminal back) and to ask the person a question.
 type jobControl struct {
-	tty  *os.File
-	pgid int        // the sandbox's process group
-	mu   sync.Mutex // held while this process owns the terminal
+	tty    *os.File
+	pgid   int        // the sandbox's process group
+	frozen freezer    // the sandbox, stopped while this process asks a question
+	mu     sync.Mutex // held while this process owns the terminal
+}
+
+// freezer stops and continues every process of a sandbox (launch.Process).
+type freezer interface {
+	Freeze() (running int, err error)
+	Thaw() error
 }
 
 // newJobControl returns job control of tty, or nil when this process is not in
@@ -128,19 +137,40 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 // withTerminal runs fn while this process owns the terminal; it fails when the
 // job runs in the background, where taking the terminal would steal it from the
 // caller's shell.
+//
+// Every process of the sandbox is stopped while fn runs: a process could otherwise
+// write to the terminal (a background job may, unless TOSTOP is set, and it can
+// block SIGTTOU) and draw a question of its own under moat's, naming another host.
+// When that can't be made sure of, fn doesn't run.
 func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if self, sandbox := j.foreground(); self {
-		return fn(j.tty)
-	} else if !sandbox {
+	self, sandbox := j.foreground()
+	if !self && !sandbox {
 		return errNoTerminal
 	}
-	give, err := j.take()
+	if !self {
+		give, err := j.take()
+		if err != nil {
+			return err
+		}
+		defer give()
+	}
+	if j.frozen == nil {
+		return errors.New("the sandbox can't be stopped while moat asks")
+	}
+	running, err := j.frozen.Freeze()
+	// The thaw comes before give continues the process group with the terminal.
+	defer j.frozen.Thaw()
 	if err != nil {
 		return err
 	}
-	defer give()
+	switch {
+	case running < 0:
+		fmt.Fprintf(j.tty, "\nmoat: warning: moat could not check that the sandbox stopped: lines after this one may not be moat's\n")
+	case running > 0:
+		fmt.Fprintf(j.tty, "\nmoat: warning: %d threads of the sandbox did not stop: lines after this one may not be moat's\n", running)
+	}
 	return fn(j.tty)
 }
 

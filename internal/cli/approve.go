@@ -58,6 +58,10 @@ var answerWords = map[sandbox.Approval]string{
 	sandbox.Deny: "denied", sandbox.DenyAll: "denied, and every other undecided host in this run",
 }
 
+// resetText turns off every text attribute (SGR 0) and selects ASCII as the G0
+// character set in use (ESC ( B, then SI).
+const resetText = "\x1b[0m\x1b(B\x0f"
+
 // prompt asks about entry (host:port) on tty and reads one key, with the terminal
 // in a mode of its own: no echo, one key at a time, and Ctrl-C a key (deny), not
 // a signal.
@@ -67,6 +71,10 @@ func (a *approver) prompt(tty *os.File, entry string) (sandbox.Approval, error) 
 		return sandbox.Deny, err
 	}
 	defer restore()
+	// The sandbox is stopped (Cmd.WithTerminal), but what it wrote before may have
+	// left the terminal drawing text invisible (SGR 8, or one colour on the same)
+	// or in the line-drawing character set: plain text again, first.
+	fmt.Fprint(tty, resetText)
 	fmt.Fprintf(tty, "\nmoat: the sandboxed command wants to connect to %s, which no rule allows or denies.\n", entry)
 	fmt.Fprintf(tty, "moat:   o  allow once\n")
 	fmt.Fprintf(tty, "moat:   r  allow for the rest of this run\n")

@@ -210,3 +210,37 @@ func TestApprovalPrompt(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovalFreezesSandbox: while moat asks about a host, no process of the
+// sandbox can write to the terminal, so none can draw a question of its own under
+// moat's. A background writer that ignores SIGTTOU prints FAKE every 20 ms; judged
+// by the terminal's output, where no FAKE may follow the question until it is
+// answered, and FAKE must come again after the answer (the writer was continued).
+func TestApprovalFreezesSandbox(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: it is the client of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, env, moatBin, "run", "--", "sh", "-c", `
+		(trap "" TTOU; while :; do printf 'FAKE\n'; sleep 0.02; done) &
+		sleep 0.3
+		curl --noproxy "" -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/
+		sleep 0.5`)
+	tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
+	before := len(tm.output())
+	time.Sleep(500 * time.Millisecond)
+	during := tm.output()[before:]
+	tm.send("d")
+	tm.expect(`CODE=403`)
+	tm.expect(`FAKE`)
+	if code := p.wait(); code != 0 {
+		t.Errorf("moat exited %d, want 0", code)
+	}
+	if strings.Contains(during, "FAKE") {
+		t.Errorf("the sandbox wrote to the terminal while moat asked: %q", during)
+	}
+	if out := tm.output(); strings.Contains(out, "did not stop") || strings.Contains(out, "could not check") {
+		t.Errorf("moat warned that the freeze was incomplete:\n%q", out)
+	}
+}

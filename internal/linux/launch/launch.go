@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -33,12 +35,16 @@ var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMI
 // Process is a running sandbox.
 type Process struct {
 	cmd    *exec.Cmd
-	ctl    *os.File // spec, then signals
+	ctl    *os.File // spec, then control bytes
 	result *os.File
 	net    *os.File // the supervisor's end of the socket pair that carries Net's sockets and the FUSE device
 	ended  chan struct{}
 
 	stopped func(syscall.Signal)
+	frozen  chan spec.Result // init's answers to CtlFreeze, passed on by Wait
+
+	freezeMu  sync.Mutex
+	freezeErr error // the first Freeze that failed
 }
 
 // Ended is closed when no process of the sandbox is left to act: at init's final
@@ -158,7 +164,8 @@ func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, erro
 		netParent.Close()
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, ended: make(chan struct{}), stopped: o.Stopped}, nil
+	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, ended: make(chan struct{}), stopped: o.Stopped,
+		frozen: make(chan spec.Result, 1)}, nil
 }
 
 // Send gives a spawned init its spec. When it fails, the sandbox is killed and
@@ -223,11 +230,53 @@ func (p *Process) NetSockets() ([]*os.File, error) {
 
 // Signal asks init to send sig to the command.
 func (p *Process) Signal(sig syscall.Signal) error {
-	if sig <= 0 || sig > 255 {
+	if sig <= 0 || sig > 64 {
 		return fmt.Errorf("signal %d out of range", sig)
 	}
 	_, err := p.ctl.Write([]byte{byte(sig)})
 	return err
+}
+
+// freezeTimeout bounds the wait for init's answer to a freeze: init waits at most
+// half a second for the processes to stop.
+const freezeTimeout = 3 * time.Second
+
+// Freeze stops every process of the sandbox (SIGSTOP), so none can write to the
+// terminal while the supervisor asks a question there, and returns when init
+// reports them stopped, with the number of threads that still ran when init gave
+// up waiting (-1: init couldn't tell). Thaw continues them. Init's answer arrives
+// with its other reports, so Wait must be running.
+//
+// After a Freeze that failed, every later one fails too: an answer that arrives
+// late would otherwise be taken for the next one's.
+func (p *Process) Freeze() (running int, err error) {
+	p.freezeMu.Lock()
+	defer p.freezeMu.Unlock()
+	if p.freezeErr != nil {
+		return 0, p.freezeErr
+	}
+	if _, err := p.ctl.Write([]byte{spec.CtlFreeze}); err != nil {
+		p.freezeErr = fmt.Errorf("freeze the sandbox: %w", err)
+		return 0, p.freezeErr
+	}
+	select {
+	case r := <-p.frozen:
+		return r.Running, nil
+	case <-p.ended:
+		p.freezeErr = errors.New("freeze the sandbox: it ended")
+	case <-time.After(freezeTimeout):
+		p.freezeErr = errors.New("freeze the sandbox: init did not answer")
+	}
+	return 0, p.freezeErr
+}
+
+// Thaw continues every process of the sandbox after Freeze; those stopped before
+// it too.
+func (p *Process) Thaw() error {
+	if _, err := p.ctl.Write([]byte{spec.CtlThaw}); err != nil {
+		return fmt.Errorf("thaw the sandbox: %w", err)
+	}
+	return nil
 }
 
 // Kill ends the sandbox and everything in it.
@@ -240,10 +289,16 @@ func (p *Process) Wait() (spec.Result, error) {
 	var decErr error
 	for {
 		res = spec.Result{}
-		if decErr = dec.Decode(&res); decErr != nil || res.Stopped == 0 {
+		if decErr = dec.Decode(&res); decErr != nil || !res.Interim() {
 			break
 		}
-		if p.stopped != nil {
+		switch {
+		case res.Frozen:
+			select {
+			case p.frozen <- res:
+			default: // an answer no Freeze waits for any more
+			}
+		case p.stopped != nil:
 			p.stopped(syscall.Signal(res.Stopped))
 		}
 	}

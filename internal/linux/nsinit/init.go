@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +25,7 @@ import (
 
 // Descriptors the launcher passes to init.
 const (
-	specFD   = 3 // the JSON spec, one line; then one byte per signal to forward
+	specFD   = 3 // the JSON spec, one line; then control bytes (spec.CtlFreeze, a signal to forward)
 	resultFD = 4 // init writes one JSON spec.Result here before it exits
 )
 
@@ -202,10 +203,14 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		return r
 	}
 	starttrace.Mark("init", "command started")
+	var (
+		f       freezer
+		reports sync.Mutex // the interim reports of reap and of freeze
+	)
 	done := make(chan spec.Result, 1)
-	go func() { done <- reap(pid, report) }()
-	sigs := make(chan syscall.Signal)
-	go readSignals(ctl, sigs)
+	go func() { done <- reap(pid, report, &reports, &f) }()
+	ctlc := make(chan byte)
+	go readControl(ctl, ctlc)
 	// Signals are sent from this thread, the one Landlock restricted (applyLandlock),
 	// whose domain the command inherited: scoping lets it signal the command.
 	for {
@@ -213,30 +218,41 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		case r := <-done:
 			starttrace.Mark("init", "command exited")
 			return r
-		case sig := <-sigs:
-			_ = unix.Kill(pid, sig)
+		case b := <-ctlc:
+			switch b {
+			case spec.CtlFreeze:
+				running := f.freeze()
+				reports.Lock()
+				_ = report.Encode(spec.Result{Frozen: true, Running: running})
+				reports.Unlock()
+			case spec.CtlThaw:
+				f.thaw()
+			default:
+				_ = unix.Kill(pid, syscall.Signal(b))
+			}
 		}
 	}
 }
 
-// readSignals passes on the signal numbers the supervisor writes; when the
-// supervisor goes away, it asks for SIGKILL, and the sandbox ends with it.
-func readSignals(ctl *bufio.Reader, out chan<- syscall.Signal) {
+// readControl passes on the bytes the supervisor writes: a signal number, or
+// CtlFreeze or CtlThaw. When the supervisor goes away, it asks for SIGKILL, and
+// the sandbox ends with it.
+func readControl(ctl *bufio.Reader, out chan<- byte) {
 	for {
 		b, err := ctl.ReadByte()
 		if err != nil {
-			out <- unix.SIGKILL
+			out <- byte(unix.SIGKILL)
 			return
 		}
-		out <- syscall.Signal(b)
+		out <- b
 	}
 }
 
 // reap waits for every process in the sandbox and returns when the command exits;
 // endSandbox then kills whatever is left, daemons included. When
 // the command stops (Ctrl-Z), it tells the supervisor, which gives the terminal
-// back to its own caller the way a shell's job stops.
-func reap(pid int, report *json.Encoder) spec.Result {
+// back to its own caller the way a shell's job stops; stops of a freeze it keeps.
+func reap(pid int, report *json.Encoder, reports *sync.Mutex, f *freezer) spec.Result {
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
@@ -251,7 +267,12 @@ func reap(pid int, report *json.Encoder) spec.Result {
 		}
 		switch {
 		case ws.Stopped():
+			if f.ownStop(pid) {
+				continue
+			}
+			reports.Lock()
 			_ = report.Encode(spec.Result{Stopped: int(ws.StopSignal())})
+			reports.Unlock()
 		case ws.Exited():
 			return spec.Result{ExitCode: ws.ExitStatus()}
 		case ws.Signaled():

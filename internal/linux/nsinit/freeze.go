@@ -1,0 +1,116 @@
+//go:build linux
+
+package nsinit
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// freezeWait is how long freeze waits for every process to stop. A process stops
+// when it next returns to user space, so this is long only for one in an
+// uninterruptible wait (a slow disk, a hung FUSE server): the supervisor is then
+// told how many still ran.
+const freezeWait = 500 * time.Millisecond
+
+// freezer stops every process of the sandbox while moat asks the person at the
+// terminal a question, so that none can write to the terminal meanwhile and draw a
+// question of its own under moat's.
+//
+// SIGSTOP, not a handled stop signal: no process can block, catch or ignore it, and
+// kill(-1) from pid 1 reaches every process of the sandbox, those of nested pid
+// namespaces too, and the children of a fork it races with (see endSandbox).
+// Freezing stops the command like a Ctrl-Z would, and init's wait for it reports
+// that; stopped tells reap to keep those stops to itself.
+type freezer struct {
+	mu     sync.Mutex
+	frozen bool
+}
+
+// freeze stops every process of the sandbox and returns how many still ran when
+// it stopped waiting. It runs on the thread that forked the command (see
+// endSandbox on why).
+func (f *freezer) freeze() (running int) {
+	f.mu.Lock()
+	f.frozen = true
+	f.mu.Unlock()
+	_ = unix.Kill(-1, unix.SIGSTOP)
+	for end := time.Now().Add(freezeWait); ; time.Sleep(time.Millisecond) {
+		if running = runningTasks(); running == 0 || time.Now().After(end) {
+			return running
+		}
+	}
+}
+
+// thaw continues every process of the sandbox, those stopped before the freeze
+// too: a Ctrl-Z'd command has moat stopped as well, and moat asks nothing then.
+func (f *freezer) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = unix.Kill(-1, unix.SIGCONT)
+	f.frozen = false
+}
+
+// ownStop reports whether the command's stop that wait4 just returned is not for
+// the supervisor: it came while the sandbox was frozen, or the command has
+// continued since (a freeze's stop, collected after the thaw). Thaw's SIGCONT
+// has taken the command out of the stopped state by the time kill returns, so a
+// stop collected after the thaw finds it running.
+func (f *freezer) ownStop(pid int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.frozen || !taskStopped(strconv.Itoa(pid), strconv.Itoa(pid))
+}
+
+// runningTasks counts the threads of the sandbox, init's aside, that are neither
+// stopped nor dead.
+func runningTasks() int {
+	n := 0
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		pid := p.Name()
+		if pid == self || pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		tasks, err := os.ReadDir("/proc/" + pid + "/task")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		for _, t := range tasks {
+			if !taskStopped(pid, t.Name()) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// taskStopped reads the state of thread tid of process pid from /proc: stopped
+// (T, t: by a signal or a tracer) or gone (Z, X, or no such thread) count as
+// stopped.
+func taskStopped(pid, tid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/task/" + tid + "/stat")
+	if err != nil {
+		return true
+	}
+	// "pid (comm) S ...": comm may hold any byte, ")" included; the state follows
+	// the last ")".
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	switch stat[i+2] {
+	case 'T', 't', 'Z', 'X', 'x':
+		return true
+	}
+	return false
+}
