@@ -141,7 +141,8 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 // Every process of the sandbox is stopped while fn runs: a process could otherwise
 // write to the terminal (a background job may, unless TOSTOP is set, and it can
 // block SIGTTOU) and draw a question of its own under moat's, naming another host.
-// When that can't be made sure of, fn doesn't run.
+// When that can't be made sure of (a thread in an uninterruptible wait for half a
+// second), fn doesn't run and the question isn't asked.
 func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -167,9 +168,9 @@ func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 	}
 	switch {
 	case running < 0:
-		fmt.Fprintf(j.tty, "\nmoat: warning: moat could not check that the sandbox stopped: lines after this one may not be moat's\n")
+		return errors.New("moat could not check that the sandbox stopped")
 	case running > 0:
-		fmt.Fprintf(j.tty, "\nmoat: warning: %d threads of the sandbox did not stop: lines after this one may not be moat's\n", running)
+		return fmt.Errorf("%d threads of the sandbox did not stop", running)
 	}
 	return fn(j.tty)
 }

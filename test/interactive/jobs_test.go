@@ -240,7 +240,4 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	if strings.Contains(during, "FAKE") {
 		t.Errorf("the sandbox wrote to the terminal while moat asked: %q", during)
 	}
-	if out := tm.output(); strings.Contains(out, "did not stop") || strings.Contains(out, "could not check") {
-		t.Errorf("moat warned that the freeze was incomplete:\n%q", out)
-	}
 }

@@ -39,8 +39,10 @@ func (f *freezer) freeze() (running int) {
 	f.mu.Lock()
 	f.frozen = true
 	f.mu.Unlock()
-	_ = unix.Kill(-1, unix.SIGSTOP)
 	for end := time.Now().Add(freezeWait); ; time.Sleep(time.Millisecond) {
+		// Again each time: a tracer in the sandbox may have suppressed its tracee's
+		// SIGSTOP before it stopped itself; stopped, it can't any more.
+		_ = unix.Kill(-1, unix.SIGSTOP)
 		if running = runningTasks(); running == 0 || time.Now().After(end) {
 			return running
 		}
