@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -135,6 +136,17 @@ func watchGitLinks(dir string) (gitLinkWatch, bool) {
 func gitDirLinks(dir fs.FS) map[string]bool {
 	links := map[string]bool{}
 	for _, name := range gitFollowedFiles {
+		// WalkDir takes its root's type from Stat, which follows a link: a link
+		// named COMMIT_EDITMSG, or logs, would pass for the file or directory it
+		// points to, and a dangling one for nothing at all.
+		fi, err := fs.Lstat(dir, name)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			links[name] = true
+			continue
+		}
 		_ = fs.WalkDir(dir, name, func(p string, e fs.DirEntry, err error) error {
 			if err == nil && e.Type()&fs.ModeSymlink != 0 {
 				links[p] = true
@@ -143,6 +155,42 @@ func gitDirLinks(dir fs.FS) map[string]bool {
 		})
 	}
 	return links
+}
+
+// adminDirs lists the git dirs inside common, the git dir a repository's work
+// trees share, that git writes through links in as it does in common itself: each
+// linked work tree's (worktrees/ID) and each submodule's (modules/NAME, where NAME
+// may hold slashes, and a submodule's own modules/ nests).
+func adminDirs(common string) []string {
+	var dirs []string
+	if ents, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(common, "worktrees", e.Name()))
+			}
+		}
+	}
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		ents, err := os.ReadDir(dir)
+		if err != nil || depth > 8 {
+			return
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			d := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(filepath.Join(d, "HEAD")); err == nil {
+				dirs = append(dirs, d)
+				dirs = append(dirs, adminDirs(d)...)
+				continue
+			}
+			walk(d, depth+1)
+		}
+	}
+	walk(filepath.Join(common, "modules"), 0)
+	return dirs
 }
 
 // disarmGitLinks moves aside each link that is new among a watched git dir's

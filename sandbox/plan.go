@@ -515,7 +515,7 @@ func (p *planner) protect() error {
 				}
 			}
 			if gd, ok := gitDir(wt); ok && config != nil {
-				for _, d := range uniq(gd, commonDir(gd)) {
+				for _, d := range append(uniq(gd, commonDir(gd)), adminDirs(commonDir(gd))...) {
 					if p.writable(d) && !slices.ContainsFunc(p.gitLinks, func(w gitLinkWatch) bool { return w.dir.path == d }) {
 						if w, ok := watchGitLinks(d); ok {
 							p.gitLinks = append(p.gitLinks, w)

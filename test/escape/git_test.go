@@ -1,6 +1,7 @@
 package escape_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,35 +169,69 @@ echo ok > normal
 // user's next checkout and commit write outside the workspace: a reflog line
 // that names a branch like "$(payload)" appended to ~/.bashrc. moat moves the
 // new links aside once the sandbox is gone; the victims must stay as they were.
+// The links sit inside logs/, at the git dir's top (one dangling), in place of
+// logs/ itself, and in a linked work tree's own git dir (.git/worktrees/ID),
+// where git writes that work tree's reflog and messages.
 func testGitDirLinks(t *testing.T) {
 	b := newBox(t)
 	gitInitCommit(b, b.ws)
 	b.git(b.ws, "branch", "side")
+	b.git(b.ws, "branch", "side2")
+	wt := filepath.Join(b.root, "linked")
+	b.git(b.ws, "worktree", "add", "-q", wt, "side2")
 	rc, victim, logs := filepath.Join(b.root, "victim-rc"), filepath.Join(b.root, "victim-file"), filepath.Join(b.root, "victim-logs")
+	rc2, merge := filepath.Join(b.root, "victim-rc2"), filepath.Join(b.root, "victim-merge")
 	writeFile(t, rc, "# the user's rc file\n", 0o644)
+	writeFile(t, rc2, "# the user's other rc file\n", 0o644)
 	testmoat.Mkdir(t, logs)
-	r := b.run(opts{script: `
+	r := b.run(opts{script: `set -e
 rm -f .git/logs/HEAD && ln -s ` + shq(rc) + ` .git/logs/HEAD
-ln -s ` + shq(victim) + ` .git/COMMIT_EDITMSG
+rm -f .git/COMMIT_EDITMSG && ln -s ` + shq(victim) + ` .git/COMMIT_EDITMSG
+ln -s ` + shq(merge) + ` .git/MERGE_MSG
 rm -rf .git/logs/refs && ln -s ` + shq(logs) + ` .git/logs/refs
+rm -f .git/worktrees/linked/logs/HEAD && ln -s ` + shq(rc2) + ` .git/worktrees/linked/logs/HEAD
 echo ok > normal
 `})
 	if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
-		t.Fatalf("control: a workspace write did not land:\n%s", r)
+		t.Fatalf("control: the planting script failed:\n%s", r)
 	}
 	b.git(b.ws, "checkout", "-q", "side")
 	b.git(b.ws, "commit", "-q", "--allow-empty", "-m", "user's commit")
+	b.git(wt, "commit", "-q", "--allow-empty", "-m", "user's commit in the linked work tree")
 	if got := testmoat.ReadFile(t, rc); got != "# the user's rc file\n" {
 		t.Errorf("the user's git wrote through the planted .git/logs/HEAD link into %s:\n%s", rc, got)
 	}
+	if got := testmoat.ReadFile(t, rc2); got != "# the user's other rc file\n" {
+		t.Errorf("the user's git wrote through the planted .git/worktrees/linked/logs/HEAD link into %s:\n%s", rc2, got)
+	}
 	if testmoat.Exists(victim) {
 		t.Errorf("the user's git wrote through the planted .git/COMMIT_EDITMSG link: %q", testmoat.ReadFile(t, victim))
+	}
+	if fi, err := os.Lstat(filepath.Join(b.ws, ".git", "MERGE_MSG")); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		t.Errorf("the dangling .git/MERGE_MSG link is still there: the user's next merge writes %s", merge)
 	}
 	if ents, _ := os.ReadDir(logs); len(ents) > 0 {
 		t.Errorf("the user's git wrote reflogs through the planted .git/logs/refs link into %s", logs)
 	}
 	if !strings.Contains(r.stderr, "git would write through") {
 		t.Errorf("control: moat did not say it moved the links aside:\n%s", r)
+	}
+
+	// The whole logs/ directory a link.
+	b2 := newBox(t)
+	gitInitCommit(b2, b2.ws)
+	logs2 := filepath.Join(b2.root, "victim-logs")
+	testmoat.Mkdir(t, logs2)
+	r = b2.run(opts{script: `set -e
+rm -rf .git/logs && ln -s ` + shq(logs2) + ` .git/logs
+echo ok > normal
+`})
+	if testmoat.ReadFile(t, filepath.Join(b2.ws, "normal")) != "ok\n" {
+		t.Fatalf("control: the planting script failed:\n%s", r)
+	}
+	b2.git(b2.ws, "commit", "-q", "--allow-empty", "-m", "user's commit")
+	if ents, _ := os.ReadDir(logs2); len(ents) > 0 {
+		t.Errorf("the user's git wrote reflogs through the planted .git/logs link into %s", logs2)
 	}
 }
 

@@ -98,21 +98,37 @@ func runningTasks() int {
 
 // taskStopped reads the state of thread tid of process pid from /proc: stopped
 // (T, t: by a signal or a tracer) or gone (Z, X, or no such thread) count as
-// stopped.
+// stopped, and so does a thread in an uninterruptible wait (D) with SIGSTOP
+// pending: it stops before it runs user code again. A vfork parent waits that
+// way for its child, which may have stopped before exec.
 func taskStopped(pid, tid string) bool {
-	stat, err := os.ReadFile("/proc/" + pid + "/task/" + tid + "/stat")
+	status, err := os.ReadFile("/proc/" + pid + "/task/" + tid + "/status")
 	if err != nil {
 		return true
 	}
-	// "pid (comm) S ...": comm may hold any byte, ")" included; the state follows
-	// the last ")".
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
+	var state byte
+	var pending uint64
+	for _, line := range bytes.Split(status, []byte("\n")) {
+		k, v, ok := bytes.Cut(line, []byte(":\t"))
+		if !ok || len(v) == 0 {
+			continue
+		}
+		switch string(k) {
+		case "State":
+			state = v[0]
+		case "SigPnd", "ShdPnd":
+			n, err := strconv.ParseUint(string(v), 16, 64)
+			if err != nil {
+				return false
+			}
+			pending |= n
+		}
 	}
-	switch stat[i+2] {
+	switch state {
 	case 'T', 't', 'Z', 'X', 'x':
 		return true
+	case 'D':
+		return pending&(1<<(unix.SIGSTOP-1)) != 0
 	}
 	return false
 }
