@@ -120,6 +120,9 @@ func (c *Cmd) Start() error {
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return errors.New("sandbox: no command")
 	}
+	if err := checkStdio(closer(c.Stdin), closer(c.Stdout), closer(c.Stderr)); err != nil {
+		return err
+	}
 	c.spawn()             // init starts while the plan is made
 	defer c.dropSpawned() // unless Start fails before it is given its spec
 	env := c.Env
@@ -300,4 +303,10 @@ func describe(w io.Writer, s *spec.Spec, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "moat: debug: note: %s\n", n)
 	}
+}
+
+// closer returns v as an io.Closer, or nil: checkStdio looks for *os.File.
+func closer(v any) io.Closer {
+	c, _ := v.(io.Closer)
+	return c
 }

@@ -46,6 +46,7 @@ var directEscapes = []string{
 	"git_dir_links",
 	"rule_paths",
 	"inherited_descriptors",
+	"socket_stdio",
 	"host_processes",
 	"escaping_supervision",
 	"terminal_injection",

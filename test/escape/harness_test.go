@@ -254,6 +254,7 @@ func TestEscape(t *testing.T) {
 		{"git_dir_links", testGitDirLinks},
 		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
+		{"socket_stdio", testSocketStdio},
 		{"host_processes", testHostProcesses},
 		{"escaping_supervision", testSupervision},
 		{"terminal_injection", testTerminalInjection},
