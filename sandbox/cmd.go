@@ -149,6 +149,9 @@ func (c *Cmd) Start() error {
 		ph.release()
 		return err
 	}
+	// The record lists what moat removes when the last run ends: a sandbox that
+	// may write where it lies (--allow-write /tmp) could add the user's files to it.
+	o.denyRead = append(o.denyRead, policy.Rule{Path: ph.dir, Origin: "moat's state dir (its record of the placeholders to remove)"})
 	if len(o.denyRead) > 0 {
 		// File events explain what the ignore files hide as moat explain does.
 		q := *c.Policy

@@ -120,9 +120,22 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 	if sig == unix.SIGSTOP {
 		sig = unix.SIGTSTP // a stop this process's own shell can undo
 	}
+	// The rest of the sandbox stops too: a process of it that ignores SIGTTOU
+	// could otherwise make its own group the terminal's foreground once the shell
+	// has the terminal, and read what the person types to the shell.
+	thaw := func() {}
+	if j.frozen != nil {
+		if _, err := j.frozen.Freeze(); err != nil {
+			fmt.Fprintf(j.tty, "moat: warning: the sandbox's other processes could not be stopped (%v): while it is stopped, one of them could take the terminal\n", err)
+		}
+		thaw = func() { _ = j.frozen.Thaw() }
+	}
 	// Without a shell to continue it (an orphaned process group), the kernel
 	// discards the signal and the command continues at once.
 	_ = unix.Kill(unix.Getpid(), sig)
+	// Continued: after the command has the terminal again, or it would stop at
+	// once reading it.
+	defer thaw()
 	switch self, _ = j.foreground(); {
 	case self && give != nil:
 		give()

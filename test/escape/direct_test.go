@@ -47,6 +47,7 @@ var directEscapes = []string{
 	"rule_paths",
 	"inherited_descriptors",
 	"socket_stdio",
+	"state_dir",
 	"host_processes",
 	"escaping_supervision",
 	"terminal_injection",

@@ -255,6 +255,7 @@ func TestEscape(t *testing.T) {
 		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
 		{"socket_stdio", testSocketStdio},
+		{"state_dir", testStateDir},
 		{"host_processes", testHostProcesses},
 		{"escaping_supervision", testSupervision},
 		{"terminal_injection", testTerminalInjection},

@@ -3,11 +3,15 @@ package escape_test
 import (
 	"bytes"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 // testSocketStdio: a socket of the host as the command's stdout (inetd, `nc -e`,
@@ -60,5 +64,31 @@ func testSocketStdio(t *testing.T) {
 	r := b.run(opts{script: "echo fine"})
 	if r.code != 0 || r.stdout != "fine\n" {
 		t.Fatalf("control: %s", r)
+	}
+}
+
+// testStateDir: moat's record of the placeholders it removes when the user's last
+// run ends lies in its state dir ($TMPDIR/moat-UID without XDG_RUNTIME_DIR). A run
+// allowed to write $TMPDIR could add a line naming one of the user's files with
+// its content, and moat would delete the file. The state dir is hidden from the
+// sandbox; the victim must survive.
+func testStateDir(t *testing.T) {
+	b := newBox(t)
+	tmp := filepath.Join(b.root, "tmp")
+	testmoat.Mkdir(t, tmp)
+	victim := filepath.Join(b.root, "notes.txt")
+	writeFile(t, victim, "the user's notes\n", 0o644)
+	state := filepath.Join(tmp, "moat-"+strconv.Itoa(os.Getuid()))
+	r := b.run(opts{env: []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}, flags: []string{"--allow-write", tmp},
+		script: `printf 'file\t"the user'"'"'s notes\\n"\t%s\n' ` + shq(victim) + ` >> ` + shq(state+"/placeholders") + ` && echo planted
+touch ` + shq(tmp+"/other") + ` && echo wrote-tmp`})
+	if !strings.Contains(r.stdout, "wrote-tmp") {
+		t.Fatalf("control: the run could not write its allowed TMPDIR:\n%s", r)
+	}
+	if !testmoat.Exists(victim) {
+		t.Errorf("moat deleted %s after the command added it to the placeholder record:\n%s", victim, r)
+	}
+	if strings.Contains(r.stdout, "planted") {
+		t.Errorf("the command wrote moat's placeholder record:\n%s", r)
 	}
 }

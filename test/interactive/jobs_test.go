@@ -241,3 +241,57 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 		t.Errorf("the sandbox wrote to the terminal while moat asked: %q", during)
 	}
 }
+
+// TestStoppedSandboxCantTakeTerminal: when the command stops (here it stops
+// itself; Ctrl-Z does the same) and the shell takes the terminal back, another
+// process of the sandbox that ignores SIGTTOU could make its own group the
+// terminal's foreground and read what the person types to the shell. The whole
+// sandbox stops with the command. Judged by the shell: the line typed after the
+// stop must run there (its file appears on the host) and not reach the thief.
+func TestStoppedSandboxCantTakeTerminal(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	needPython(t)
+	ws, env := workspace(t)
+	thief := filepath.Join(ws, "thief.py")
+	if err := os.WriteFile(thief, []byte(`import os, signal, time
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+signal.signal(signal.SIGTTIN, signal.SIG_IGN)
+os.setpgid(0, 0)
+fd = os.open("/dev/tty", os.O_RDWR)
+mine = os.getpgrp()
+for _ in range(1000):
+    try:
+        os.tcsetpgrp(fd, mine)
+        if os.tcgetpgrp(fd) == mine:
+            break
+    except OSError:
+        pass
+    time.sleep(0.005)
+open("stolen", "a").write(repr(os.read(fd, 200)))
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(ws, "..", "shell-ran")
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	tm.send(moatBin + ` run -- sh -c 'python3 thief.py & sleep 1; echo START; kill -STOP $$; echo resumed'` + "\r")
+	tm.expect(`START\r\n`)
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	time.Sleep(500 * time.Millisecond) // the thief's chance
+	tm.send("touch " + ran + "\r")
+	tm.expect(`SHELL\$ `)
+	tm.send("fg\r")
+	tm.expect(`resumed\r\n`)
+	tm.expect(`SHELL\$ `)
+	tm.send("exit\r")
+	p.wait()
+	if _, err := os.Stat(ran); err != nil {
+		stolen, _ := os.ReadFile(filepath.Join(ws, "stolen"))
+		t.Errorf("the line typed to the shell after the stop did not run there (the sandbox read %q)", stolen)
+	}
+}

@@ -287,6 +287,18 @@ func (p *Process) Wait() (spec.Result, error) {
 	var res spec.Result
 	dec := json.NewDecoder(p.result)
 	var decErr error
+	// Stops are handled off this loop, one at a time: the handler freezes the
+	// sandbox, and init's answer to that arrives here.
+	var stops chan syscall.Signal
+	if p.stopped != nil {
+		stops = make(chan syscall.Signal, 16)
+		defer close(stops)
+		go func() {
+			for sig := range stops {
+				p.stopped(sig)
+			}
+		}()
+	}
 	for {
 		res = spec.Result{}
 		if decErr = dec.Decode(&res); decErr != nil || !res.Interim() {
@@ -298,8 +310,11 @@ func (p *Process) Wait() (spec.Result, error) {
 			case p.frozen <- res:
 			default: // an answer no Freeze waits for any more
 			}
-		case p.stopped != nil:
-			p.stopped(syscall.Signal(res.Stopped))
+		case stops != nil:
+			select {
+			case stops <- syscall.Signal(res.Stopped):
+			default: // a backlog of stops: the handler follows the first ones
+			}
 		}
 	}
 	starttrace.Mark("supervisor", "result read")
