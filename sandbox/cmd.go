@@ -120,7 +120,7 @@ func (c *Cmd) Start() error {
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return errors.New("sandbox: no command")
 	}
-	if err := checkStdio(closer(c.Stdin), closer(c.Stdout), closer(c.Stderr)); err != nil {
+	if err := checkStdio(c.Stdin, c.Stdout, c.Stderr); err != nil {
 		return err
 	}
 	c.spawn()             // init starts while the plan is made
@@ -141,7 +141,7 @@ func (c *Cmd) Start() error {
 	if err != nil {
 		return err
 	}
-	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, record: ph.record, dirs: newDirCache()}
+	o := planOptions{extraDeny: hostSockets(c.Policy, os.Environ()), createPlaceholders: true, record: ph.record, dirs: newDirCache(), stateDir: ph.dir}
 	if c.FileEvents != nil && c.Events != nil {
 		o.bait = baitSockets(c.Policy, os.Environ()) // only the FUSE masks report them
 	}
@@ -149,9 +149,6 @@ func (c *Cmd) Start() error {
 		ph.release()
 		return err
 	}
-	// The record lists what moat removes when the last run ends: a sandbox that
-	// may write where it lies (--allow-write /tmp) could add the user's files to it.
-	o.denyRead = append(o.denyRead, policy.Rule{Path: ph.dir, Origin: "moat's state dir (its record of the placeholders to remove)"})
 	if len(o.denyRead) > 0 {
 		// File events explain what the ignore files hide as moat explain does.
 		q := *c.Policy
@@ -306,10 +303,4 @@ func describe(w io.Writer, s *spec.Spec, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "moat: debug: note: %s\n", n)
 	}
-}
-
-// closer returns v as an io.Closer, or nil: checkStdio looks for *os.File.
-func closer(v any) io.Closer {
-	c, _ := v.(io.Closer)
-	return c
 }

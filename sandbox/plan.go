@@ -73,6 +73,10 @@ type planner struct {
 // planOptions are the parts of a plan that don't come from the policy.
 type planOptions struct {
 	extraDeny []string // host sockets to cover
+	// stateDir is moat's state dir, hidden when the rules would show it: its record
+	// lists what moat removes when the user's last run ends, and a sandbox that
+	// could write there (--allow-write /tmp) could add the user's files to it.
+	stateDir string
 	// bait are host sockets to cover even inside a private dir, which hides them
 	// already, so that attempts to reach them are reported (baitSockets).
 	bait []namedSocket
@@ -154,6 +158,12 @@ func newPlan(pol *policy.Policy, o planOptions) (*plan, error) {
 		}
 		r := policy.Rule{Path: path, Origin: "host socket"}
 		if err := p.add(r, true, func(n *node) { n.denyRead, n.optional, n.socket = true, true, true }); err != nil {
+			return nil, err
+		}
+	}
+	if st := p.stateOf(o.stateDir); o.stateDir != "" && st.host && !st.private { // private: hidden already
+		r := policy.Rule{Path: o.stateDir, Origin: "moat's state dir (its record of the placeholders to remove)"}
+		if err := p.add(r, true, func(n *node) { n.denyRead = true }); err != nil {
 			return nil, err
 		}
 	}

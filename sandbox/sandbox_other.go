@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"errors"
-	"io"
 	"runtime"
 
 	"github.com/moat-sandbox/moat/internal/spec"
@@ -25,4 +24,4 @@ type spawned struct{}
 func (c *Cmd) spawn()       {}
 func (c *Cmd) dropSpawned() {}
 
-func checkStdio(...io.Closer) error { return nil }
+func checkStdio(...any) error { return nil }

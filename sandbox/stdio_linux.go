@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -17,8 +16,10 @@ import (
 // >/dev/tcp) it can connect(AF_UNSPEC) and then connect to any host, the host's
 // loopback included, or listen on the host's network; with a UDP or unix datagram
 // socket it can sendto any address or path. A connected unix stream or seqpacket
-// socket (a pipe-like pair, journald's stdout) can't be pointed elsewhere.
-func checkStdio(stdio ...io.Closer) error {
+// socket (a pipe-like pair, journald's stdout) can't be pointed elsewhere; an
+// unconnected or listening one could reach the host's abstract sockets, which
+// belong to the host's network namespace too, or take its connections.
+func checkStdio(stdio ...any) error {
 	names := []string{"stdin", "stdout", "stderr"}
 	for i, c := range stdio {
 		f, ok := c.(*os.File)
@@ -38,7 +39,9 @@ func checkStdio(stdio ...io.Closer) error {
 			domain, err1 := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
 			typ, err2 := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TYPE)
 			if err1 == nil && err2 == nil && domain == unix.AF_UNIX && (typ == unix.SOCK_STREAM || typ == unix.SOCK_SEQPACKET) {
-				return
+				if _, err := unix.Getpeername(int(fd)); err == nil {
+					return
+				}
 			}
 			switch {
 			case err1 != nil || err2 != nil:
@@ -46,7 +49,7 @@ func checkStdio(stdio ...io.Closer) error {
 			case domain == unix.AF_INET || domain == unix.AF_INET6:
 				what = "a network socket of the host"
 			case domain == unix.AF_UNIX:
-				what = "a unix datagram socket of the host"
+				what = "an unconnected unix socket of the host"
 			default:
 				what = fmt.Sprintf("a socket of family %d of the host", domain)
 			}
