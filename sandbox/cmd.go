@@ -67,6 +67,11 @@ type Cmd struct {
 	// too, so the caller's shell gets the terminal back, and fg continues both.
 	// Ignored when this process is not in the terminal's foreground, and in the
 	// direct mode.
+	//
+	// A command that doesn't run as the terminal's foreground job (TTY unset, or
+	// this process in the background) runs in a session of its own and gets no
+	// terminal: standard input that is one becomes /dev/null, and output to one
+	// is copied through a pipe.
 	TTY *os.File
 	// Approve, when set, is asked about each connection no rule decides (the
 	// policy neither allows nor denies its host), one at a time, and its answer
@@ -83,6 +88,7 @@ type Cmd struct {
 
 	proc         process
 	jobs         *jobControl
+	sharesGroup  bool // the command runs in this process's group (the direct mode in the foreground)
 	placeholders *placeholders
 	bareWatch    []watchedDir   // work trees to check for a bare layout when the sandbox is gone
 	gitLinks     []gitLinkWatch // git dirs to check for planted links when the sandbox is gone
@@ -214,7 +220,13 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	if !ok {
 		return fmt.Errorf("sandbox: unsupported signal %v", sig)
 	}
-	return c.proc.Signal(s)
+	if err := c.proc.Signal(s); err != nil {
+		return err
+	}
+	if c.jobs != nil {
+		c.jobs.relayed(s)
+	}
+	return nil
 }
 
 // WithTerminal runs fn while this process owns the terminal the command runs in
@@ -233,6 +245,13 @@ func (c *Cmd) WithTerminal(fn func(tty *os.File) error) error {
 // job in a process group of its own (Cmd.TTY): the terminal's signals then reach
 // it without this process, which should relay every signal it gets.
 func (c *Cmd) ForegroundJob() bool { return c.jobs != nil }
+
+// SharesProcessGroup reports whether the command runs in this process's group
+// (the direct mode, with this process in its terminal's foreground): the
+// terminal's Ctrl-C and Ctrl-\ then reach the command without this process.
+// Otherwise the command is a foreground job of its own (ForegroundJob), or in a
+// session of its own, which the terminal's signals don't reach.
+func (c *Cmd) SharesProcessGroup() bool { return c.sharesGroup }
 
 // Kill ends the sandbox and every process in it.
 func (c *Cmd) Kill() error {
@@ -267,6 +286,10 @@ func (c *Cmd) Wait() error {
 		c.jobs.done()
 	}
 	release() // waits for the goroutine's, if that one started first
+	if err != nil && c.jobs != nil && c.jobs.endedSandbox() {
+		// Init died of the SIGKILL, without its report (jobControl.stopped).
+		return &ExitError{Code: 128 + int(syscall.SIGKILL), Signal: syscall.SIGKILL}
+	}
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,15 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 			}
 		}
 	}
-	p, err := direct.Start(ds, c.Stdin, c.Stdout, c.Stderr, onEvent)
+	// In the terminal's foreground the command shares this process's group and
+	// terminal, as an interactive agent needs; anywhere else it gets a session of
+	// its own and no terminal (detachedStdio).
+	in, out, errw := c.Stdin, c.Stdout, c.Stderr
+	if c.sharesGroup = newJobControl(c.TTY) != nil; !c.sharesGroup {
+		ds.Session = true
+		in, out, errw = detachedStdio(in, out, errw)
+	}
+	p, err := direct.Start(ds, in, out, errw, onEvent)
 	if err != nil {
 		ln.Close()
 		dnsLn.Close()

@@ -47,10 +47,13 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 		}
 	} else {
 		var o launch.Options
+		in, out, errw := c.Stdin, c.Stdout, c.Stderr
 		if c.jobs = newJobControl(c.TTY); c.jobs != nil {
 			o.Foreground, o.Stopped = c.TTY, c.jobs.stopped
+		} else {
+			in, out, errw = detachedStdio(in, out, errw)
 		}
-		p, err = launch.StartWith(s, c.Stdin, c.Stdout, c.Stderr, o)
+		p, err = launch.StartWith(s, in, out, errw, o)
 	}
 	if err != nil {
 		c.jobs = nil
@@ -135,7 +138,8 @@ func (c *Cmd) spawn() {
 	// Not in a goroutine: a fork that runs while the plan is made costs the planning
 	// a copy of every page it writes before the child execs, and more than it saves.
 	sp := &spawned{}
-	sp.p, sp.err = launch.Spawn(c.Stdin, c.Stdout, c.Stderr, launch.Options{})
+	in, out, errw := detachedStdio(c.Stdin, c.Stdout, c.Stderr)
+	sp.p, sp.err = launch.Spawn(in, out, errw, launch.Options{})
 	c.spawned = sp
 }
 

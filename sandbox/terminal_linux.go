@@ -5,11 +5,15 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,16 +25,20 @@ import (
 // the way until it needs the terminal: when the command stops (it stops too, so
 // the caller's shell gets the terminal back) and to ask the person a question.
 type jobControl struct {
-	tty    *os.File
-	pgid   int        // the sandbox's process group
-	frozen freezer    // the sandbox, stopped while this process asks a question
-	mu     sync.Mutex // held while this process owns the terminal
+	tty     *os.File
+	pgid    int                 // the sandbox's process group
+	frozen  freezer             // the sandbox, stopped while this process asks a question
+	mu      sync.Mutex          // held while this process owns the terminal
+	signals chan syscall.Signal // signals relayed to the command (relayed)
+	killed  atomic.Bool         // holdInBackground ended the sandbox
 }
 
 // freezer stops and continues every process of a sandbox (launch.Process).
 type freezer interface {
 	Freeze() (running int, err error)
 	Thaw() error
+	Kill() error
+	Ended() <-chan struct{}
 }
 
 // newJobControl returns job control of tty, or nil when this process is not in
@@ -44,7 +52,16 @@ func newJobControl(tty *os.File) *jobControl {
 	if err != nil || fg != unix.Getpgrp() {
 		return nil
 	}
-	return &jobControl{tty: tty}
+	return &jobControl{tty: tty, signals: make(chan syscall.Signal, 1)}
+}
+
+// relayed tells a sandbox that stays stopped in the background (stopped) that
+// sig was sent to the command.
+func (j *jobControl) relayed(sig syscall.Signal) {
+	select {
+	case j.signals <- sig:
+	default:
+	}
 }
 
 // foreground says who has the terminal: this process's group (the shell gave it
@@ -93,10 +110,14 @@ func (j *jobControl) take() (give func(), err error) {
 // stopped follows the command when it stops: this process stops the same way, so
 // the caller's shell sees its job stop and takes the terminal; when the shell
 // continues it in the foreground, the command gets the terminal back and
-// continues too (in the background, it just continues, and stops again when it
-// reads the terminal). While this process owns the terminal (a question to the
-// person), the command stopped because it read the terminal; it continues when
-// the question is answered.
+// continues too. Continued in the background (bg), the sandbox stays stopped
+// until this process is in the foreground again: a process of it that held the
+// terminal's descriptor could otherwise read what the person types to the shell
+// (setsid, or tcsetpgrp with SIGTTOU ignored). A signal relayed to it meanwhile
+// that would end it (kill %1, a hangup) ends it with SIGKILL, since it could only
+// be delivered by continuing the sandbox in the background. While this process
+// owns the terminal (a question to the person), the command stopped because it
+// read the terminal; it continues when the question is answered.
 func (j *jobControl) stopped(sig syscall.Signal) {
 	if !j.mu.TryLock() {
 		return
@@ -124,15 +145,24 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 	// could otherwise make its own group the terminal's foreground once the shell
 	// has the terminal, and read what the person types to the shell.
 	thaw := func() {}
+	held := false // every process of the sandbox is stopped
 	if j.frozen != nil {
 		if _, err := j.frozen.Freeze(); err != nil {
 			fmt.Fprintf(j.tty, "moat: warning: the sandbox's other processes could not be stopped (%v): while it is stopped, one of them could take the terminal\n", err)
+		} else {
+			held = true
 		}
 		thaw = func() { _ = j.frozen.Thaw() }
 	}
+	conts := make(chan os.Signal, 1)
+	signal.Notify(conts, unix.SIGCONT)
+	defer signal.Stop(conts)
 	// Without a shell to continue it (an orphaned process group), the kernel
 	// discards the signal and the command continues at once.
-	_ = unix.Kill(unix.Getpid(), sig)
+	stopSelf(sig)
+	if held && !j.holdInBackground(conts) {
+		return // the sandbox ended
+	}
 	// Continued: after the command has the terminal again, or it would stop at
 	// once reading it.
 	defer thaw()
@@ -144,6 +174,48 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 		_ = unix.Kill(-j.pgid, unix.SIGCONT)
 	default: // continued in the background (bg)
 		_ = unix.Kill(-j.pgid, unix.SIGCONT)
+	}
+}
+
+// endedSandbox says whether holdInBackground ended the sandbox with SIGKILL.
+func (j *jobControl) endedSandbox() bool { return j.killed.Load() }
+
+// holdInBackground keeps the frozen sandbox stopped while this process runs in
+// the background, until the shell gives it the terminal. fg sends no SIGCONT to
+// a job that runs (bash's doesn't), so the terminal is looked at 20 times a
+// second as well. It returns false when the sandbox ended meanwhile, killed when
+// a signal that ends it was relayed (see stopped).
+func (j *jobControl) holdInBackground(conts <-chan os.Signal) bool {
+	select {
+	case <-j.signals: // relayed before the stop
+	default:
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	told := false
+	for {
+		if self, _ := j.foreground(); self {
+			return true
+		}
+		if !told {
+			fmt.Fprintf(j.tty, "moat: the sandbox stays stopped while moat runs in the background (a process of it could read the terminal); fg continues it\n")
+			told = true
+		}
+		select {
+		case <-conts:
+		case <-tick.C:
+		case <-j.frozen.Ended():
+			return false
+		case sig := <-j.signals:
+			switch sig {
+			case unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGKILL:
+				fmt.Fprintf(j.tty, "moat: %v for the sandbox, stopped in the background: ending it with SIGKILL\n", unix.SignalName(sig))
+				j.killed.Store(true)
+				_ = j.frozen.Kill()
+				<-j.frozen.Ended()
+				return false
+			}
+		}
 	}
 }
 
@@ -198,6 +270,15 @@ func (j *jobControl) done() {
 	}
 }
 
+// stopSelf stops this process with sig and returns when it is continued. The
+// signal goes to the calling thread: sent to the process, another thread may
+// take it, and this one would run on, for milliseconds, before the stop.
+func stopSelf(sig syscall.Signal) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
+}
+
 // setForeground makes pgrp the terminal's foreground process group. The kernel
 // stops a background process that does this with SIGTTOU unless the signal is
 // blocked, so it is, on this thread, for the call.
@@ -214,4 +295,39 @@ func setForeground(fd, pgrp int) error {
 		return os.NewSyscallError("TIOCSPGRP", err)
 	}
 	return nil
+}
+
+// detachedStdio is the stdio of a sandbox that is not its terminal's foreground
+// job, which runs in a session of its own, without a controlling terminal. A
+// terminal among the streams is not handed to it: whoever holds a terminal's
+// descriptor can read what is typed there, and outside the terminal's session
+// its job control (SIGTTIN for a background reader) doesn't apply. Standard
+// input that is a terminal becomes /dev/null, as a shell without job control
+// does for a background command; output to a terminal goes through a pipe this
+// process copies from.
+func detachedStdio(in io.Reader, out, errw io.Writer) (io.Reader, io.Writer, io.Writer) {
+	if isTerminal(in) {
+		in = nil
+	}
+	if isTerminal(out) {
+		out = relayed{out}
+	}
+	if isTerminal(errw) {
+		errw = relayed{errw}
+	}
+	return in, out, errw
+}
+
+// relayed hides the file it writes to from os/exec, which then gives the child
+// a pipe and copies from it.
+type relayed struct{ io.Writer }
+
+// isTerminal says whether stream is a file on a terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

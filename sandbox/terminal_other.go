@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
 // jobControl: running the command as the terminal's foreground job is not
 // implemented on this platform.
@@ -10,3 +13,5 @@ type jobControl struct{}
 
 func (j *jobControl) withTerminal(fn func(tty *os.File) error) error { return errNoTerminal }
 func (j *jobControl) done()                                          {}
+func (j *jobControl) relayed(sig syscall.Signal)                     {}
+func (j *jobControl) endedSandbox() bool                             { return false }

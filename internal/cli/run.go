@@ -98,12 +98,17 @@ func runCmd(args []string, std stdio) error {
 	if debug {
 		cmd.Debug = std.err
 	}
-	if tty, ok := std.in.(*os.File); ok && foregroundOfTerminal(tty) {
-		// The command runs as the terminal's foreground job, and connections no
-		// rule decides are asked about there; without a terminal they are refused.
+	tty := foregroundTerminal()
+	if tty != nil {
+		defer tty.Close()
+		// The command runs as the terminal's foreground job.
 		cmd.TTY = tty
-		a := &approver{cmd: cmd, pol: pol, config: pol.UserConfig}
-		cmd.Approve = a.ask
+		if in, ok := std.in.(*os.File); ok && foregroundOfTerminal(in) {
+			// Connections no rule decides are asked about at the terminal when the
+			// person types there; otherwise they are refused.
+			a := &approver{cmd: cmd, pol: pol, config: pol.UserConfig}
+			cmd.Approve = a.ask
+		}
 	}
 	<-notified
 	// No signal.Stop on the way out: it waits for the signal thread to go idle
@@ -117,8 +122,7 @@ func runCmd(args []string, std stdio) error {
 			// When the command shares moat's process group and that group is the
 			// terminal's foreground, the terminal sent Ctrl-C and Ctrl-\ to the
 			// command too; relaying them would deliver them twice.
-			shared := !cmd.ForegroundJob()
-			if shared && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && foregroundOfTerminal(os.Stdin) {
+			if cmd.SharesProcessGroup() && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && foregroundOfTerminal(tty) {
 				continue
 			}
 			_ = cmd.Signal(sig)
@@ -168,7 +172,25 @@ func (e runError) Hint() string  { return e.hint }
 // exists, else the built-in default) and applies the flags.
 // foregroundOfTerminal reports whether f is moat's controlling terminal and moat's
 // process group its foreground.
+// foregroundTerminal opens this process's controlling terminal when this
+// process is in its foreground; nil when there is none or this process runs in
+// the background.
+func foregroundTerminal() *os.File {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	if !foregroundOfTerminal(tty) {
+		tty.Close()
+		return nil
+	}
+	return tty
+}
+
 func foregroundOfTerminal(f *os.File) bool {
+	if f == nil {
+		return false
+	}
 	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 	return err == nil && pgrp == unix.Getpgrp()
 }

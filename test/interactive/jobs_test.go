@@ -295,3 +295,219 @@ open("stolen", "a").write(repr(os.read(fd, 200)))
 		t.Errorf("the line typed to the shell after the stop did not run there (the sandbox read %q)", stolen)
 	}
 }
+
+// thiefPy tries every way a process of the sandbox could read what the person
+// types to the shell once the sandbox runs in the background: it ignores the
+// job-control signals, collects each terminal descriptor it can get (its stdio,
+// /dev/tty, other processes' stdio through /proc), and, from the file "go" on until the file "done", reads them both
+// from a session of its own (outside the terminal's session job control doesn't
+// apply) and from a process group it keeps making the terminal's foreground
+// (tcsetpgrp). What it reads goes to the file "stolen".
+const thiefPy = `import os, select, signal, time
+for s in (signal.SIGTTOU, signal.SIGTTIN, signal.SIGTSTP, signal.SIGHUP):
+    signal.signal(s, signal.SIG_IGN)
+fds = [fd for fd in (0, 1, 2) if os.isatty(fd)]
+for path in ["/dev/tty"] + ["/proc/%s/fd/%d" % (p, n) for p in os.listdir("/proc") if p.isdigit() for n in (0, 1, 2)]:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        continue
+    if os.isatty(fd):
+        fds.append(fd)
+    else:
+        os.close(fd)
+open("thief-fds", "w").write(repr(fds))
+while not os.path.exists("go"):
+    time.sleep(0.01)
+def steal(take):
+    while not os.path.exists("done"):
+        for fd in fds if take else []:
+            try:
+                os.tcsetpgrp(fd, os.getpgrp())
+            except OSError:
+                pass
+        if not fds:
+            time.sleep(0.05)
+            continue
+        for fd in select.select(fds, [], [], 0.05)[0]:
+            try:
+                data = os.read(fd, 200)
+            except OSError:
+                continue
+            open("stolen", "a").write(repr(data))
+if os.fork() == 0:
+    os.setsid()
+    steal(False)
+    os._exit(0)
+os.setpgid(0, 0)
+steal(True)
+`
+
+// thiefTest is an interactive bash in a terminal, in a workspace that holds
+// thiefPy.
+type thiefTest struct {
+	t  *testing.T
+	tm *term
+	sh *proc
+	ws string
+}
+
+func newThiefTest(t *testing.T) *thiefTest {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	needPython(t)
+	ws, env := workspace(t)
+	if err := os.WriteFile(filepath.Join(ws, "thief.py"), []byte(thiefPy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// A thief still at work (the test failed) stops at this file.
+		_ = os.WriteFile(filepath.Join(ws, "done"), nil, 0o644)
+	})
+	tm := newTerm(t)
+	sh := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	return &thiefTest{t: t, tm: tm, sh: sh, ws: ws}
+}
+
+// started waits until the thief has collected its descriptors.
+func (th *thiefTest) started() {
+	th.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(th.ws, "thief-fds")); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			th.t.Fatalf("the thief did not start; terminal:\n%s", th.tm.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// typeLines sets the thief to work, types lines to the shell meanwhile, stops
+// the thief, and returns the lines that didn't run in the shell.
+func (th *thiefTest) typeLines() (lost []string) {
+	th.t.Helper()
+	th.started()
+	if err := os.WriteFile(filepath.Join(th.ws, "go"), nil, 0o644); err != nil {
+		th.t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the thief's chance to take the terminal
+	var marks []string
+	for i := range 3 {
+		mark := filepath.Join(th.ws, "..", "shell-ran-"+strconv.Itoa(i))
+		marks = append(marks, mark)
+		th.tm.send("touch " + mark + "\r")
+		time.Sleep(300 * time.Millisecond)
+	}
+	th.tm.send("echo typed\r")
+	for end := time.Now().Add(10 * time.Second); !strings.Contains(th.tm.output(), "\rtyped\r\n"); {
+		if time.Now().After(end) {
+			lost = append(lost, "echo typed")
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(th.ws, "done"), nil, 0o644); err != nil {
+		th.t.Fatal(err)
+	}
+	for _, m := range marks {
+		if _, err := os.Stat(m); err != nil {
+			lost = append(lost, m)
+		}
+	}
+	return lost
+}
+
+// finish ends the shell and judges: every line typed to the shell ran there,
+// and the thief read nothing.
+func (th *thiefTest) finish(lost []string) {
+	th.t.Helper()
+	th.tm.send("exit\r")
+	th.sh.wait()
+	stolen, _ := os.ReadFile(filepath.Join(th.ws, "stolen"))
+	fds, _ := os.ReadFile(filepath.Join(th.ws, "thief-fds"))
+	if len(lost) > 0 || len(stolen) > 0 {
+		th.t.Errorf("lines typed to the shell that did not run there: %q; the sandbox held terminal descriptors %s and read %q",
+			lost, fds, stolen)
+	}
+}
+
+// TestBackgroundSandboxCantTakeTerminal: moat started in the background (&) from
+// an interactive shell runs the sandbox outside the terminal's session, without
+// the terminal's descriptors: lines typed to the shell meanwhile run there, and
+// the sandbox reads none of them. Judged by the files those lines create on the
+// host and by what the sandbox wrote to its workspace.
+func TestBackgroundSandboxCantTakeTerminal(t *testing.T) {
+	for _, mode := range []struct{ name, flag string }{{"namespaces", ""}, {"direct", " --direct"}} {
+		t.Run(mode.name, func(t *testing.T) {
+			th := newThiefTest(t)
+			th.tm.send(moatBin + " run" + mode.flag + " -- python3 thief.py &\r")
+			th.tm.expect(`SHELL\$ `)
+			lost := th.typeLines()
+			th.tm.send("wait; echo waited=$?\r")
+			th.tm.expect(`waited=0\r\n`)
+			th.finish(lost)
+		})
+	}
+}
+
+// TestBackgroundedSandboxStaysStopped: Ctrl-Z and then bg keep the sandbox
+// stopped while moat runs in the background (moat says so), and fg continues
+// it; meanwhile a process of it that took the terminal's descriptors while it
+// was the foreground job can't read the lines typed to the shell.
+func TestBackgroundedSandboxStaysStopped(t *testing.T) {
+	th := newThiefTest(t)
+	th.tm.send(moatBin + " run -- sh -c 'python3 thief.py & wait; echo thief-done'\r")
+	th.started()
+	th.tm.send("\x1a") // Ctrl-Z
+	th.tm.expect(`Stopped`)
+	th.tm.expect(`SHELL\$ `)
+	th.tm.send("bg\r")
+	th.tm.expect(`SHELL\$ `)
+	lost := th.typeLines()
+	if !strings.Contains(th.tm.output(), "the sandbox stays stopped while moat runs in the background") {
+		t.Error("moat did not say that the sandbox stays stopped in the background")
+	}
+	th.tm.send("fg\r")
+	th.tm.expect(`thief-done\r\n`)
+	th.tm.expect(`SHELL\$ `)
+	th.finish(lost)
+}
+
+// TestKillBackgroundedSandbox: a signal that ends the command, sent to moat
+// while its sandbox is held stopped in the background (kill %1), ends the
+// sandbox with SIGKILL: moat exits 137 and says why, and nothing of the sandbox
+// is left (its sleep never writes its file).
+func TestKillBackgroundedSandbox(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	tm.send(moatBin + " run -- sh -c 'echo START; (sleep 2; touch late) & sleep 30'\r")
+	tm.expect(`START\r\n`)
+	tm.send("\x1a")
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	tm.send("bg\r")
+	tm.expect(`the sandbox stays stopped`)
+	tm.send("kill %1; wait %1; echo status=$?\r")
+	tm.expect(`ending it with SIGKILL`)
+	if m := tm.expect(`status=(\d+)\r\n`); m[1] != "137" {
+		t.Errorf("moat exited %s, want 137 (SIGKILL)", m[1])
+	}
+	tm.send("exit\r")
+	p.wait()
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ws, "late")); err == nil {
+		t.Error("a process of the sandbox outlived moat: it wrote its file 2 s later")
+	}
+}

@@ -27,4 +27,7 @@ type Spec struct {
 	// signals (ABI < 6): the command can then signal every process of the user, the
 	// supervisor included. Without it, Main refuses such a kernel.
 	AllowUnscopedSignals bool `json:"allowUnscopedSignals,omitempty"`
+	// Session makes Start run the stages, and so the command, in a session of
+	// their own, which has no controlling terminal; it is not sent to the stage.
+	Session bool `json:"-"`
 }

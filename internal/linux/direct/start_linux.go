@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -88,6 +89,13 @@ func Start(s *Spec, stdin io.Reader, stdout, stderr io.Writer, onEvent func(conn
 		Stdout:     stdout,
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{ctlR, resW, evW},
+		// Stdio that isn't a file (a terminal the sandbox mustn't hold, relayed)
+		// goes through pipes, which reach EOF once the stage has killed what the
+		// command left; this bounds the wait if one lingers.
+		WaitDelay: 2 * time.Second,
+	}
+	if s.Session {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
 	err = p.cmd.Start()
 	ctlR.Close()

@@ -64,12 +64,17 @@ func (p *Process) Pgid() int {
 	return 0
 }
 
+// stdioDelay is how long Wait waits, after init has exited, for the copying of
+// stdio that isn't a file (exec's pipes) to end.
+const stdioDelay = 2 * time.Second
+
 // Options are Start's optional settings.
 type Options struct {
 	// Foreground is the controlling terminal, when the sandbox is to run as the
 	// terminal's foreground job: init gets a process group of its own, which the
 	// command inherits and the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z reach without
-	// the supervisor.
+	// the supervisor. Without it, init starts a session of its own, which has no
+	// controlling terminal.
 	Foreground *os.File
 	// Stopped is called, from Wait, each time init reports that the command was
 	// stopped by a signal.
@@ -152,7 +157,16 @@ func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, erro
 		cmd.SysProcAttr.Setpgid = true
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = int(o.Foreground.Fd())
+	} else {
+		// Not the terminal's job: a session of its own, without a controlling
+		// terminal. In the caller's session a process of the sandbox that ignores
+		// SIGTTOU could make its group the terminal's foreground (tcsetpgrp) and
+		// read what the person types to the shell.
+		cmd.SysProcAttr.Setsid = true
 	}
+	// Pipes exec made for stdio (the caller's terminal, relayed) reach EOF once
+	// every process of the sandbox is gone; this bounds the wait if one lingers.
+	cmd.WaitDelay = stdioDelay
 	err = cmd.Start()
 	starttrace.Mark("supervisor", "init execed")
 	specR.Close()
