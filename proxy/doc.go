@@ -96,7 +96,9 @@
 //     name, its server_name is that name; for an IP literal, it has no
 //     server_name, or names the literal, the name the address maps back to, or
 //     a host Check allows on the port. Duplicate extensions or several names are
-//     refused. Anything that does not start with 0x16 passes (ssh, git).
+//     refused. A ClientHello in SSL 2.0's record format (which can't name a
+//     server) is refused. Anything else that does not start with 0x16 passes
+//     (ssh, git).
 //
 // After the checks a tunnel is plain io.Copy between the two connections, which
 // for two *net.TCPConn is splice(2); EOF in one direction becomes CloseWrite on

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -74,6 +75,18 @@ func (s *Server) firstBytes(client net.Conn, pre []byte, d *dest) ([]byte, *refu
 	}
 	client.SetReadDeadline(time.Now().Add(s.handshakeTimeout()))
 	defer client.SetReadDeadline(time.Time{})
+	if pre[0]&0x80 != 0 {
+		// Perhaps a ClientHello in SSL 2.0's record format, which servers that
+		// speak TLS 1.0 to 1.2 may still take: it can't carry a server_name, so
+		// it is refused as one without.
+		pre, err := fill(client, pre, 5)
+		if err != nil || !isSSL2ClientHello(pre) {
+			return pre, nil, err
+		}
+		return nil, &refusal{reason: ReasonBadTLS, host: d.eventHost(), port: d.port,
+			detail: "ClientHello in the SSL 2.0 record format, which names no server",
+			hint:   "a TLS client must send its ClientHello in TLS records, with server_name"}, nil
+	}
 	if pre[0] != recordTypeHandshake {
 		if !isTLSRecordType(pre[0]) {
 			return pre, nil, nil
@@ -148,4 +161,26 @@ func (s *Server) checkSNI(d *dest, sni string, has bool) *refusal {
 		return r
 	}
 	return nil
+}
+
+// fill reads from client until pre has n bytes. A client that stops short (a
+// protocol whose first message is shorter, waiting for the server) ends the
+// wait at the read deadline: pre is then returned as it is, without error.
+func fill(client net.Conn, pre []byte, n int) ([]byte, error) {
+	for len(pre) < n {
+		b := make([]byte, n-len(pre))
+		m, err := client.Read(b)
+		pre = append(pre, b[:m]...)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return pre, nil
+		}
+		if err != nil && m == 0 {
+			if err == io.EOF {
+				return pre, nil
+			}
+			return nil, err
+		}
+	}
+	return pre, nil
 }

@@ -18,6 +18,14 @@ const (
 // handshake: change_cipher_spec, alert, application_data, heartbeat.
 func isTLSRecordType(b byte) bool { return b >= 0x14 && b <= 0x18 && b != recordTypeHandshake }
 
+// isSSL2ClientHello says whether b starts an SSL 2.0-format record (a two-byte
+// header with the top bit set) holding a CLIENT-HELLO (type 1) of version 2.0
+// or of SSL 3.0 to TLS 1.3 (the "compatible" hello of old clients).
+func isSSL2ClientHello(b []byte) bool {
+	return len(b) >= 5 && b[0]&0x80 != 0 && b[2] == 1 &&
+		((b[3] == 0 && b[4] == 2) || (b[3] == 3 && b[4] <= 4))
+}
+
 // readClientHello reads TLS handshake records from r until it has one whole
 // handshake message, which must be a ClientHello, and returns the raw records
 // read and the ClientHello body. It reads exactly the records, nothing more.

@@ -320,6 +320,11 @@ func TestTunnelFirstBytes(t *testing.T) {
 		{"alert record of version 0.0, then a ClientHello of a denied host", "allowed.example", append([]byte{0x15, 0, 0, 0, 2, 1, 0x5a}, clientHello(t, "evil.example")...), ReasonBadTLS},
 		{"0x15 not followed by a TLS version", "allowed.example", []byte{0x15, 'h', 'i'}, ""},
 		{"ssh banner", "allowed.example", []byte("SSH-2.0-OpenSSH_9.6\r\n"), ""},
+		// An SSL 2.0-format hello can't name a server: 0x80|length, length, CLIENT-HELLO, version, then
+		// cipher-spec, session-id and challenge lengths, one cipher and a 16-byte challenge.
+		{"SSL 2.0-format ClientHello for TLS 1.2", "allowed.example", append([]byte{0x80, 28, 1, 3, 3, 0, 3, 0, 0, 0, 16, 0, 0, 0x2f}, make([]byte, 16)...), ReasonBadTLS},
+		{"SSL 2.0 ClientHello to a literal", "198.18.0.1", append([]byte{0x80, 28, 1, 0, 2, 0, 3, 0, 0, 0, 16, 1, 0, 0x80}, make([]byte, 16)...), ReasonBadTLS},
+		{"binary protocol with the top bit set", "allowed.example", []byte{0x81, 5, 2, 0, 0, 9, 9}, ""},
 		{"plain HTTP", "allowed.example", []byte("GET / HTTP/1.1\r\nHost: evil.example\r\n\r\n"), ""},
 		{"ClientHello then early data", "allowed.example", append(slices.Clone(helloAllowed), 0x17, 3, 3, 0, 1, 'x'), ""},
 	}
