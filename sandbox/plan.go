@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -755,7 +756,13 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 				return fmt.Errorf("record placeholder %s: %w", target, err)
 			}
 		}
-		if err := ph.create(); err != nil {
+		if err := ph.create(); errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			// A directory this user can't write in (another user's repository
+			// under a writable /tmp, a read-only mount): the command, which has
+			// the user's uid and no capabilities, can't create the path either.
+			p.notes = append(p.notes, fmt.Sprintf("no placeholder for %s (%v): the command can't create it either", target, err))
+			return nil
+		} else if err != nil {
 			return fmt.Errorf("create placeholder for protected path %s: %w", target, err)
 		}
 	}

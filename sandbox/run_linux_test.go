@@ -433,3 +433,35 @@ for p in sys.argv[1:]:
 		t.Errorf("an unlisted host loopback port accepted %d connections\ninside:\n%s", got, out.String())
 	}
 }
+
+// TestProtectedPathInUnwritableDir: a writable root the user can't write in
+// (another user's directory under a writable /tmp) gets no placeholder for its
+// missing protected paths, and the run still starts; the command, with the
+// user's uid, can't create them either. Judged on the host: no .vscode there.
+func TestProtectedPathInUnwritableDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes in any directory: the case arises for other users (CI runs this as one)")
+	}
+	f := newFixture(t)
+	theirs := filepath.Join(f.ws, "theirs")
+	if err := os.Mkdir(theirs, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(theirs, 0o755) })
+	pol, err := policy.Compile(nil, policy.Flags{AllowWrite: []string{theirs}}, policy.Env{Cwd: f.ws, Home: f.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := sandbox.Command(pol, "sh", "-c", `mkdir theirs/.vscode; echo ok > normal`)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Logf("run: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.ws, "normal")); string(got) != "ok\n" {
+		t.Fatalf("the run did not start, or the workspace write did not land:\n%s", out.String())
+	}
+	if _, err := os.Lstat(filepath.Join(theirs, ".vscode")); err == nil {
+		t.Errorf("%s/.vscode exists on the host after the run:\n%s", theirs, out.String())
+	}
+}
