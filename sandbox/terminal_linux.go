@@ -30,6 +30,7 @@ type jobControl struct {
 	frozen  freezer             // the sandbox, stopped while this process asks a question
 	mu      sync.Mutex          // held while this process owns the terminal
 	signals chan syscall.Signal // signals relayed to the command (relayed)
+	mode    *unix.Termios       // the terminal's mode when the sandbox got it, restored at the end
 	killed  atomic.Bool         // holdInBackground ended the sandbox
 }
 
@@ -52,7 +53,8 @@ func newJobControl(tty *os.File) *jobControl {
 	if err != nil || fg != unix.Getpgrp() {
 		return nil
 	}
-	return &jobControl{tty: tty, signals: make(chan syscall.Signal, 1)}
+	mode, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	return &jobControl{tty: tty, signals: make(chan syscall.Signal, 1), mode: mode}
 }
 
 // relayed tells a sandbox that stays stopped in the background (stopped) that
@@ -261,12 +263,24 @@ func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 }
 
 // done takes the terminal back for good when the sandbox has ended, so this
-// process can write its summary and its caller finds the terminal as it left it.
+// process can write its summary and its caller finds the terminal as it left it:
+// in the mode it had when the sandbox got it (a command killed in raw mode, or
+// one that turned echo off, leaves it otherwise), and not exclusive (TIOCEXCL
+// would keep the person from opening it again).
 func (j *jobControl) done() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, sandbox := j.foreground(); sandbox {
+	self, sandbox := j.foreground()
+	if sandbox {
 		_ = setForeground(int(j.tty.Fd()), unix.Getpgrp())
+		self = true
+	}
+	if self {
+		fd := int(j.tty.Fd())
+		if j.mode != nil {
+			_ = unix.IoctlSetTermios(fd, unix.TCSETS, j.mode)
+		}
+		_ = unix.IoctlSetInt(fd, unix.TIOCNXCL, 0)
 	}
 }
 

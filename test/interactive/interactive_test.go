@@ -8,8 +8,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/moat-sandbox/moat/internal/testmoat"
 )
 
 const (
@@ -65,6 +68,16 @@ func TestPythonREPL(t *testing.T) {
 	tm.expect(`HANDLERSET\r\n`)
 	tm.expect(prompt)
 	tm.resize(33, 111)
+	// A signal that comes after python printed its prompt and before it waits
+	// for input runs its handler only at the next input (as without moat): an
+	// empty line then.
+	for end := time.Now().Add(2 * time.Second); !strings.Contains(tm.output(), "WINCH 111 33\r\n"); {
+		if time.Now().After(end) {
+			tm.send("\r")
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	tm.expect(`WINCH 111 33\r\n`)
 	tm.send("print('SIZE', *os.get_terminal_size(0))\r")
 	tm.expect(`SIZE 111 33\r\n`)
@@ -132,6 +145,34 @@ func TestSttyInside(t *testing.T) {
 	}
 	if !strings.Contains(got, "rows 24; columns 80;") {
 		t.Errorf("stty -a under moat does not show the window size 24x80:\n%s", got)
+	}
+}
+
+// TestTerminalRestored: a command that changes its terminal's mode (stty raw
+// -echo) and makes it exclusive (TIOCEXCL) and then dies leaves the terminal to
+// the person as it was before moat ran. Judged on the terminal itself.
+func TestTerminalRestored(t *testing.T) {
+	needPython(t)
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	before := tm.termios()
+	script := `stty raw -echo -isig; python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCEXCL)'; echo CHANGED; kill -9 $$`
+	if code := tm.moat(ws, env, "sh", "-c", script).wait(); code != 128+9 {
+		t.Fatalf("moat exited %d, want 137:\n%q", code, tm.output())
+	}
+	tm.expect(`CHANGED`)
+	if d := sameMode(tm.termios(), before); d != "" {
+		t.Errorf("the terminal's mode after the run differs from before it:%s", d)
+	}
+	var excl int
+	if err := testmoat.Control(tm.slave, func(fd int) (err error) {
+		excl, err = unix.IoctlGetInt(fd, unix.TIOCGEXCL)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if excl != 0 {
+		t.Error("the terminal is still exclusive (TIOCEXCL) after the run")
 	}
 }
 

@@ -492,7 +492,9 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 	tm := newTerm(t)
 	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
 	tm.expect(`SHELL\$ `)
-	tm.send(moatBin + " run -- sh -c 'echo START; (sleep 2; touch late) & sleep 30'\r")
+	// exec: a Ctrl-Z while sh vforks sleep stops the child before its exec and
+	// leaves sh waiting, not stopped, so no shell would see the job stop.
+	tm.send(moatBin + " run -- sh -c '(sleep 2; touch late) & echo START; exec sleep 30'\r")
 	tm.expect(`START\r\n`)
 	tm.send("\x1a")
 	tm.expect(`Stopped`)
