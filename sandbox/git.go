@@ -126,7 +126,10 @@ func gitControlFiles(workTree string) []gitFile {
 			add(gitFile{path: filepath.Join(d, "config"), reason: "core.hooksPath, core.fsmonitor, core.sshCommand and aliases run commands"})
 			add(gitFile{path: filepath.Join(d, "config.worktree"), reason: "per-worktree config runs commands like config does"})
 		}
-		for _, cfg := range []string{filepath.Join(common, "config"), filepath.Join(gitdir, "config.worktree")} {
+		// The user's and the system's config count too: a relative core.hooksPath
+		// there (a team's ".githooks") names a directory in every work tree.
+		configs := append(globalGitConfigs(), filepath.Join(common, "config"), filepath.Join(gitdir, "config.worktree"))
+		for _, cfg := range configs {
 			hooksPath, includes := readGitConfig(cfg, workTree, 0)
 			if hooksPath != "" {
 				add(gitFile{path: hooksPath, dir: true, hooks: true, reason: "the configured core.hooksPath: git runs these scripts"})
@@ -154,6 +157,35 @@ func gitControlFiles(workTree string) []gitFile {
 		}
 	}
 	visit(gd, workTree, 0)
+	return out
+}
+
+// globalGitConfigs are the config files git reads before a repository's own:
+// the system's and the user's (GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM and
+// GIT_CONFIG_GLOBAL as git takes them), in git's order.
+func globalGitConfigs() []string {
+	var out []string
+	if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
+		sys := os.Getenv("GIT_CONFIG_SYSTEM")
+		if sys == "" {
+			sys = "/etc/gitconfig"
+		}
+		out = append(out, sys)
+	}
+	if g := os.Getenv("GIT_CONFIG_GLOBAL"); g != "" {
+		return append(out, g)
+	}
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	if xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
 	return out
 }
 

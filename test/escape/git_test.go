@@ -40,6 +40,25 @@ echo ok > normal
 		checkNotPwned(t, pwn)
 	})
 
+	// The user's global config sets a relative core.hooksPath (a team's
+	// .githooks): git looks for hooks in that directory of every work tree.
+	t.Run("global_relative_hookspath", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		writeFile(t, filepath.Join(b.home, ".gitconfig"), "[core]\n\thooksPath = .githooks\n", 0o644)
+		gitInitCommit(b, b.ws)
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `mkdir -p .githooks
+for h in pre-commit post-checkout; do printf '%s' "$HOOK" > .githooks/$h; chmod +x .githooks/$h; done
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+			t.Fatalf("control: a write in the work tree did not land on the host:\n%s", r)
+		}
+		usersNextStep(b, b.ws)
+		checkNotPwned(t, pwn)
+	})
+
 	// A submodule's work tree has a .git file naming .git/modules/<name>; git
 	// status in the superproject looks into the submodule with its own config.
 	t.Run("submodule_gitfile", func(t *testing.T) {
