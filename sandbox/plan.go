@@ -277,6 +277,45 @@ func (p *planner) checkAllowLinks(rules []policy.Rule) error {
 	return nil
 }
 
+// danglingTarget follows the symlink link and, when what it leads to doesn't
+// exist, returns the first path on the way that doesn't (the target, or a
+// missing directory on the way to it).
+func danglingTarget(link string) (string, bool) {
+	path := link
+	for hops := 0; hops < 40; hops++ {
+		dest, err := os.Readlink(path)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(path), dest)
+		}
+		// The first missing component, resolving the links on the way.
+		resolved := "/"
+		for _, part := range strings.Split(filepath.Clean(dest), "/") {
+			if part == "" {
+				continue
+			}
+			next := filepath.Join(resolved, part)
+			if _, err := os.Lstat(next); errors.Is(err, fs.ErrNotExist) {
+				return next, true
+			}
+			if real, err := filepath.EvalSymlinks(next); err == nil {
+				resolved = real
+				continue
+			}
+			resolved = next // a dangling link on the way: follow it below
+			break
+		}
+		fi, err := os.Lstat(resolved)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return "", false
+		}
+		path = resolved
+	}
+	return "", false
+}
+
 // symlinksFollowed lists the symlinks that resolving path follows, each named by
 // its resolved parent directory and its own name, in the order they are met. It
 // stops where path stops existing.
@@ -735,8 +774,18 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 			}
 		}
 	}
-	_, err := os.Lstat(target)
+	fi, err := os.Lstat(target)
 	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		if missing, dangling := danglingTarget(target); dangling && p.writable(missing) {
+			// Denying the link leaves its target free to create, and what the
+			// command puts there is read through the link.
+			return &SetupError{Stage: "policy",
+				Err: fmt.Errorf("%s: %s is a symlink to %s, which doesn't exist and the sandbox could create", reason, target, missing),
+				HintText: "a repository or an earlier run may have left the link to get around the protection; " +
+					"check it and remove it, or create its target before the run"}
+		}
+		fallthrough
 	case err == nil:
 		return p.add(policy.Rule{Path: target, Origin: reason}, true, func(n *node) { n.denyWrite = true })
 	case !errors.Is(err, fs.ErrNotExist):

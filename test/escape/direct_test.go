@@ -44,6 +44,7 @@ var directEscapes = []string{
 	"protected_paths",
 	"git_redirects",
 	"git_dir_links",
+	"dangling_protected_links",
 	"rule_paths",
 	"inherited_descriptors",
 	"socket_stdio",

@@ -569,3 +569,37 @@ echo ok > normal
 		checkNotPwned(t, pwn)
 	})
 }
+
+// testDanglingProtectedLinks: a protected name that is already, before the
+// run, a symlink to a missing path the sandbox could create (shipped in a
+// repository: .claude -> ai-config, .vscode -> build/vscode) would let the
+// command fill the target and so the protected path. moat refuses the run
+// (exit 125, naming the link); a link to a missing path outside what the
+// sandbox may write runs as usual. Judged by the files on the host.
+func testDanglingProtectedLinks(t *testing.T) {
+	b := newBox(t)
+	if err := os.Symlink("ai-config", filepath.Join(b.ws, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("build/vscode", filepath.Join(b.ws, ".vscode")); err != nil {
+		t.Fatal(err)
+	}
+	r := b.run(opts{script: `mkdir -p ai-config build/vscode; echo '{"hooks":1}' > ai-config/settings.json; echo '{}' > build/vscode/tasks.json; echo ran`})
+	for _, p := range []string{".claude/settings.json", ".vscode/tasks.json"} {
+		if testmoat.Exists(filepath.Join(b.ws, p)) {
+			t.Errorf("%s exists on the host after the run:\n%s", p, r)
+		}
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, "symlink to") {
+		t.Errorf("moat did not refuse the run naming the link (want exit 125):\n%s", r)
+	}
+
+	// Control: a dangling link whose target the sandbox can't create.
+	c := newBox(t)
+	if err := os.Symlink(filepath.Join(c.root, "elsewhere", "ai"), filepath.Join(c.ws, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.run(opts{script: `echo ran`}); r.code != 0 || !strings.Contains(r.stdout, "ran") {
+		t.Errorf("control: a dangling protected link to a path the sandbox can't create stopped the run:\n%s", r)
+	}
+}

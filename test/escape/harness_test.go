@@ -252,6 +252,7 @@ func TestEscape(t *testing.T) {
 		{"protected_paths", testProtectedPaths},
 		{"git_redirects", testGitRedirects},
 		{"git_dir_links", testGitDirLinks},
+		{"dangling_protected_links", testDanglingProtectedLinks},
 		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
 		{"socket_stdio", testSocketStdio},
