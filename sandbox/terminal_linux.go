@@ -86,27 +86,25 @@ func (j *jobControl) foreground() (self, sandbox bool) {
 }
 
 // take makes this process's group the terminal's foreground, saving the group
-// and terminal mode it takes them from; give hands both back and continues that
-// group, whose processes stopped if they read the terminal meanwhile. The caller
+// (prev) and terminal mode it takes them from; give hands both back. The caller
 // holds j.mu and has checked that the sandbox has the terminal.
-func (j *jobControl) take() (give func(), err error) {
+func (j *jobControl) take() (give func(), prev int, err error) {
 	fd := int(j.tty.Fd())
-	prev, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	prev, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
 	if err != nil {
-		return nil, os.NewSyscallError("TIOCGPGRP", err)
+		return nil, 0, os.NewSyscallError("TIOCGPGRP", err)
 	}
 	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
-		return nil, os.NewSyscallError("TCGETS", err)
+		return nil, 0, os.NewSyscallError("TCGETS", err)
 	}
 	if err := setForeground(fd, unix.Getpgrp()); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return func() {
 		_ = unix.IoctlSetTermios(fd, unix.TCSETSW, mode)
 		_ = setForeground(fd, prev)
-		_ = unix.Kill(-prev, unix.SIGCONT)
-	}, nil
+	}, prev, nil
 }
 
 // stopped follows the command when it stops: this process stops the same way, so
@@ -134,9 +132,10 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 		return
 	}
 	var give func()
+	var prev int
 	if sandbox {
 		var err error
-		if give, err = j.take(); err != nil {
+		if give, prev, err = j.take(); err != nil {
 			return
 		}
 	}
@@ -171,6 +170,11 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 	switch self, _ = j.foreground(); {
 	case self && give != nil:
 		give()
+		// As a shell's fg continues its job: the group that had the terminal (a
+		// shell in the sandbox may have given it to one of its own jobs), and the
+		// sandbox's; the thaw continues only what the freeze stopped.
+		_ = unix.Kill(-prev, unix.SIGCONT)
+		_ = unix.Kill(-j.pgid, unix.SIGCONT)
 	case self:
 		_ = setForeground(fd, j.pgid)
 		_ = unix.Kill(-j.pgid, unix.SIGCONT)
@@ -237,18 +241,14 @@ func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 	if !self && !sandbox {
 		return errNoTerminal
 	}
-	if !self {
-		give, err := j.take()
-		if err != nil {
-			return err
-		}
-		defer give()
-	}
 	if j.frozen == nil {
 		return errors.New("the sandbox can't be stopped while moat asks")
 	}
+	// Frozen before the terminal changes hands, none of its processes reads the
+	// terminal while it isn't theirs (and stops with SIGTTIN): the thaw, after the
+	// terminal is given back, continues what the freeze stopped and leaves what
+	// was stopped before.
 	running, err := j.frozen.Freeze()
-	// The thaw comes before give continues the process group with the terminal.
 	defer j.frozen.Thaw()
 	if err != nil {
 		return err
@@ -258,6 +258,13 @@ func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 		return errors.New("moat could not check that the sandbox stopped")
 	case running > 0:
 		return fmt.Errorf("%d threads of the sandbox did not stop", running)
+	}
+	if !self {
+		give, _, err := j.take()
+		if err != nil {
+			return err
+		}
+		defer give()
 	}
 	return fn(j.tty)
 }

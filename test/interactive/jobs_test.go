@@ -216,6 +216,7 @@ func TestApprovalPrompt(t *testing.T) {
 // moat's. A background writer that ignores SIGTTOU prints FAKE every 20 ms; judged
 // by the terminal's output, where no FAKE may follow the question until it is
 // answered, and FAKE must come again after the answer (the writer was continued).
+// A process the command stopped before the question stays stopped after it.
 func TestApprovalFreezesSandbox(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: it is the client of this test")
@@ -224,8 +225,10 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	tm := newTerm(t)
 	p := tm.start(ws, env, moatBin, "run", "--", "sh", "-c", `
 		(trap "" TTOU; while :; do printf 'FAKE\n'; sleep 0.02; done) &
+		sleep 600 & stopped=$!; kill -STOP $stopped
 		sleep 0.3
 		curl --noproxy "" -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/
+		sed -n 's/^State:/STOPPED-BEFORE:/p' /proc/$stopped/status
 		sleep 0.5`)
 	tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
 	before := len(tm.output())
@@ -233,6 +236,9 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	during := tm.output()[before:]
 	tm.send("d")
 	tm.expect(`CODE=403`)
+	if m := tm.expect(`STOPPED-BEFORE:\s+(\S)`); m[1] != "T" {
+		t.Errorf("a process stopped before the question was continued with the sandbox after it: state %s", m[1])
+	}
 	tm.expect(`FAKE`)
 	if code := p.wait(); code != 0 {
 		t.Errorf("moat exited %d, want 0", code)

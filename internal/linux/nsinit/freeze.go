@@ -28,8 +28,9 @@ const freezeWait = 500 * time.Millisecond
 // Freezing stops the command like a Ctrl-Z would, and init's wait for it reports
 // that; stopped tells reap to keep those stops to itself.
 type freezer struct {
-	mu     sync.Mutex
-	frozen bool
+	mu      sync.Mutex
+	frozen  bool
+	stopped map[string]bool // processes stopped before the freeze, which thaw leaves so
 }
 
 // freeze stops every process of the sandbox and returns how many still ran when
@@ -38,6 +39,7 @@ type freezer struct {
 func (f *freezer) freeze() (running int) {
 	f.mu.Lock()
 	f.frozen = true
+	f.stopped = stoppedProcesses()
 	f.mu.Unlock()
 	for end := time.Now().Add(freezeWait); ; time.Sleep(time.Millisecond) {
 		// Again each time: a tracer in the sandbox may have suppressed its tracee's
@@ -49,13 +51,61 @@ func (f *freezer) freeze() (running int) {
 	}
 }
 
-// thaw continues every process of the sandbox, those stopped before the freeze
-// too: a Ctrl-Z'd command has moat stopped as well, and moat asks nothing then.
+// thaw continues the processes of the sandbox the freeze stopped; one that was
+// stopped before (kill -STOP, a shell's stopped job, the command at Ctrl-Z, which
+// the supervisor continues itself with its process group) stays stopped.
 func (f *freezer) thaw() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_ = unix.Kill(-1, unix.SIGCONT)
+	if len(f.stopped) == 0 {
+		_ = unix.Kill(-1, unix.SIGCONT)
+	} else {
+		procs, _ := os.ReadDir("/proc")
+		self := strconv.Itoa(os.Getpid())
+		for _, p := range procs {
+			pid, err := strconv.Atoi(p.Name())
+			if err != nil || p.Name() == self || f.stopped[p.Name()] {
+				continue
+			}
+			_ = unix.Kill(pid, unix.SIGCONT)
+		}
+	}
 	f.frozen = false
+	f.stopped = nil
+}
+
+// stoppedProcesses lists the processes of the sandbox, init aside, that are
+// stopped by a signal (state T).
+func stoppedProcesses() map[string]bool {
+	out := map[string]bool{}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, p := range procs {
+		pid := p.Name()
+		if pid == self || pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		if procState(pid) == 'T' {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
+// procState is the State letter of /proc/PID/status, 0 when it can't be read.
+func procState(pid string) byte {
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := bytes.Cut(status, []byte("\nState:\t"))
+	if !ok || len(rest) == 0 {
+		return 0
+	}
+	return rest[0]
 }
 
 // ownStop reports whether the command's stop that wait4 just returned is not for
