@@ -158,6 +158,10 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 	conts := make(chan os.Signal, 1)
 	signal.Notify(conts, unix.SIGCONT)
 	defer signal.Stop(conts)
+	select {
+	case <-j.signals: // relayed before the stop; one relayed from now on counts
+	default:
+	}
 	// Without a shell to continue it (an orphaned process group), the kernel
 	// discards the signal and the command continues at once.
 	stopSelf(sig)
@@ -190,16 +194,23 @@ func (j *jobControl) endedSandbox() bool { return j.killed.Load() }
 // the background, until the shell gives it the terminal. fg sends no SIGCONT to
 // a job that runs (bash's doesn't), so the terminal is looked at 20 times a
 // second as well. It returns false when the sandbox ended meanwhile, killed when
-// a signal that ends it was relayed (see stopped).
+// a signal that ends it was relayed (see stopped) or the terminal is gone (hung
+// up: nobody could continue it).
 func (j *jobControl) holdInBackground(conts <-chan os.Signal) bool {
-	select {
-	case <-j.signals: // relayed before the stop
-	default:
-	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	told := false
+	end := func(why string) bool {
+		fmt.Fprintf(j.tty, "moat: %s: ending the sandbox, stopped in the background, with SIGKILL\n", why)
+		j.killed.Store(true)
+		_ = j.frozen.Kill()
+		<-j.frozen.Ended()
+		return false
+	}
 	for {
+		if _, err := unix.IoctlGetInt(int(j.tty.Fd()), unix.TIOCGPGRP); err != nil {
+			return end("the terminal is gone (" + err.Error() + ")")
+		}
 		if self, _ := j.foreground(); self {
 			return true
 		}
@@ -215,11 +226,7 @@ func (j *jobControl) holdInBackground(conts <-chan os.Signal) bool {
 		case sig := <-j.signals:
 			switch sig {
 			case unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGKILL:
-				fmt.Fprintf(j.tty, "moat: %v for the sandbox, stopped in the background: ending it with SIGKILL\n", unix.SignalName(sig))
-				j.killed.Store(true)
-				_ = j.frozen.Kill()
-				<-j.frozen.Ended()
-				return false
+				return end(unix.SignalName(sig) + " for the command")
 			}
 		}
 	}

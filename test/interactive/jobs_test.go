@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -508,7 +509,7 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 	tm.send("bg\r")
 	tm.expect(`the sandbox stays stopped`)
 	tm.send("kill %1; wait %1; echo status=$?\r")
-	tm.expect(`ending it with SIGKILL`)
+	tm.expect(`ending the sandbox, stopped in the background, with SIGKILL`)
 	if m := tm.expect(`status=(\d+)\r\n`); m[1] != "137" {
 		t.Errorf("moat exited %s, want 137 (SIGKILL)", m[1])
 	}
@@ -518,4 +519,67 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "late")); err == nil {
 		t.Error("a process of the sandbox outlived moat: it wrote its file 2 s later")
 	}
+}
+
+// TestHangupEndsHeldSandbox: the shell and the terminal go away (the shell
+// killed, the window closed) while the sandbox is held stopped in the
+// background: moat ends it and exits, and nothing of it is left. Judged by the
+// host's process table.
+func TestHangupEndsHeldSandbox(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	marker := strconv.Itoa(30000 + os.Getpid()%10000)
+	tm.send(moatBin + " run -- sh -c 'echo START; exec sleep " + marker + "'\r")
+	tm.expect(`START\r\n`)
+	tm.send("\x1a")
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	tm.send("bg\r")
+	tm.expect(`the sandbox stays stopped`)
+	// The shell dies without a word to its jobs (SIGKILL), then the terminal
+	// hangs up: no signal reaches moat, a background job.
+	p.signal(syscall.SIGKILL)
+	p.wait()
+	tm.master.Close()
+	var left []string
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left = processesWith("sleep " + marker)
+		if len(left) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("10 s after the terminal hung up, still running: %q", left)
+		for _, l := range left {
+			if pid, err := strconv.Atoi(l[:strings.IndexByte(l, ':')]); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// processesWith lists the command lines, in /proc, that contain s.
+func processesWith(s string) []string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if p.Name()[0] < '0' || p.Name()[0] > '9' {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		if strings.Contains(line, s) {
+			out = append(out, p.Name()+": "+line)
+		}
+	}
+	return out
 }
