@@ -130,9 +130,9 @@ func gitControlFiles(workTree string) []gitFile {
 		// there (a team's ".githooks") names a directory in every work tree.
 		configs := append(globalGitConfigs(), filepath.Join(common, "config"), filepath.Join(gitdir, "config.worktree"))
 		for _, cfg := range configs {
-			hooksPath, includes := readGitConfig(cfg, workTree, 0)
-			if hooksPath != "" {
-				add(gitFile{path: hooksPath, dir: true, hooks: true, reason: "the configured core.hooksPath: git runs these scripts"})
+			hooksPaths, includes := readGitConfig(cfg, workTree, 0)
+			for _, hp := range hooksPaths {
+				add(gitFile{path: hp, dir: true, hooks: true, reason: "the configured core.hooksPath: git runs these scripts"})
 			}
 			for _, inc := range includes {
 				add(gitFile{path: inc, placeholder: "", reason: "a config file included by " + cfg})
@@ -215,18 +215,22 @@ func submoduleGitDirs(dir string, depth int) []string {
 }
 
 // readGitConfig reads the parts of a git config file that name other files git
-// trusts: core.hooksPath (the last one wins) and include.path / includeIf.*.path,
-// followed recursively. Relative hook paths are relative to the work tree (empty for
+// trusts: core.hooksPath and include.path / includeIf.*.path, followed
+// recursively. Every hooksPath value counts, not only the last: which one git
+// uses depends on includeIf conditions moat doesn't evaluate. Relative hook paths are relative to the work tree (empty for
 // a submodule git dir, whose work tree moat does not need here); relative include
 // paths to the including file's directory.
-func readGitConfig(path, workTree string, depth int) (hooksPath string, includes []string) {
+func readGitConfig(path, workTree string, depth int) (hooksPaths, includes []string) {
 	if depth > 10 {
-		return "", nil
+		return nil, nil
 	}
 	data, err := readSmall(path)
 	if err != nil {
-		return "", nil
+		return nil, nil
 	}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // git skips a UTF-8 byte order mark
+	// A line ending in a backslash continues on the next (git joins them).
+	data = bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\\\r\n"), nil), []byte("\\\n"), nil)
 	if workTree == "" {
 		workTree = configWorkTree(data, filepath.Dir(path))
 	}
@@ -270,21 +274,21 @@ func readGitConfig(path, workTree string, depth int) (hooksPath string, includes
 		val = gitConfigValue(val)
 		switch {
 		case section == "core" && key == "hookspath":
-			hooksPath = expand(val, workTree)
+			if hp := expand(val, workTree); hp != "" {
+				hooksPaths = append(hooksPaths, hp)
+			}
 		case (section == "include" || section == "includeif") && key == "path":
 			inc := expand(val, filepath.Dir(path))
 			if inc == "" {
 				continue
 			}
 			includes = append(includes, inc)
-			hp, more := readGitConfig(inc, workTree, depth+1)
-			if hp != "" {
-				hooksPath = hp
-			}
+			hps, more := readGitConfig(inc, workTree, depth+1)
+			hooksPaths = append(hooksPaths, hps...)
 			includes = append(includes, more...)
 		}
 	}
-	return hooksPath, includes
+	return hooksPaths, includes
 }
 
 // configWorkTree is core.worktree of a submodule's git dir config, relative to

@@ -24,26 +24,28 @@ func TestReadGitConfig(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	for _, tc := range []struct {
 		name, config string
-		hooks        string
+		hooks        []string
 		includes     []string
 	}{
-		{"none", "[core]\n\tbare = false\n", "", nil},
-		{"relative hooksPath is under the work tree", "[core]\n\thooksPath = .githooks\n", "/wt/.githooks", nil},
-		{"case-insensitive section and key", "[CORE]\n\tHooksPath = hooks2\n", "/wt/hooks2", nil},
-		{"quoted with comment", "[core]\n\thooksPath = \"my hooks\" # team hooks\n", "/wt/my hooks", nil},
-		{"last one wins", "[core]\nhooksPath = a\n[core]\nhooksPath = /abs/b\n", "/abs/b", nil},
-		{"hooksPath in another section is not it", "[alias]\n\thooksPath = x\n", "", nil},
-		{"tilde", "[core]\nhooksPath = ~/hooks\n", filepath.Join(home, "hooks"), nil},
-		{"include relative to the config's dir", "[include]\n\tpath = ../shared.cfg\n", "", []string{filepath.Join(filepath.Dir(dir), "shared.cfg")}},
-		{"includeIf", "[includeIf \"gitdir:~/work/\"]\n\tpath = /etc/work.cfg\n", "", []string{"/etc/work.cfg"}},
-		{"commented out", "[core]\n# hooksPath = x\n; hooksPath = y\n", "", nil},
-		{"section header with key on the same line", "[core] hooksPath = inline\n", "/wt/inline", nil},
+		{"none", "[core]\n\tbare = false\n", nil, nil},
+		{"relative hooksPath is under the work tree", "[core]\n\thooksPath = .githooks\n", []string{"/wt/.githooks"}, nil},
+		{"case-insensitive section and key", "[CORE]\n\tHooksPath = hooks2\n", []string{"/wt/hooks2"}, nil},
+		{"quoted with comment", "[core]\n\thooksPath = \"my hooks\" # team hooks\n", []string{"/wt/my hooks"}, nil},
+		{"every value counts", "[core]\nhooksPath = a\n[core]\nhooksPath = /abs/b\n", []string{"/wt/a", "/abs/b"}, nil},
+		{"byte order mark", "\xef\xbb\xbf[core]\n\thooksPath = bom\n", []string{"/wt/bom"}, nil},
+		{"continued line", "[core]\n\thooksPath = .git\\\nhooks2\n", []string{"/wt/.githooks2"}, nil},
+		{"hooksPath in another section is not it", "[alias]\n\thooksPath = x\n", nil, nil},
+		{"tilde", "[core]\nhooksPath = ~/hooks\n", []string{filepath.Join(home, "hooks")}, nil},
+		{"include relative to the config's dir", "[include]\n\tpath = ../shared.cfg\n", nil, []string{filepath.Join(filepath.Dir(dir), "shared.cfg")}},
+		{"includeIf", "[includeIf \"gitdir:~/work/\"]\n\tpath = /etc/work.cfg\n", nil, []string{"/etc/work.cfg"}},
+		{"commented out", "[core]\n# hooksPath = x\n; hooksPath = y\n", nil, nil},
+		{"section header with key on the same line", "[core] hooksPath = inline\n", []string{"/wt/inline"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := filepath.Join(dir, "config")
 			write(t, cfg, tc.config)
 			hooks, inc := readGitConfig(cfg, "/wt", 0)
-			if hooks != tc.hooks || !slices.Equal(inc, tc.includes) {
+			if !slices.Equal(hooks, tc.hooks) || !slices.Equal(inc, tc.includes) {
 				t.Errorf("got hooksPath %q includes %q, want %q %q", hooks, inc, tc.hooks, tc.includes)
 			}
 		})
@@ -52,8 +54,16 @@ func TestReadGitConfig(t *testing.T) {
 		write(t, filepath.Join(dir, "inc.cfg"), "[core]\nhooksPath = from-include\n")
 		write(t, filepath.Join(dir, "config"), "[include]\npath = inc.cfg\n")
 		hooks, inc := readGitConfig(filepath.Join(dir, "config"), "/wt", 0)
-		if hooks != "/wt/from-include" || len(inc) != 1 {
+		if !slices.Equal(hooks, []string{"/wt/from-include"}) || len(inc) != 1 {
 			t.Errorf("got %q %q", hooks, inc)
+		}
+	})
+	t.Run("includeIf that may not apply, with another hooksPath", func(t *testing.T) {
+		write(t, filepath.Join(dir, "other.cfg"), "[core]\nhooksPath = /elsewhere/hooks\n")
+		write(t, filepath.Join(dir, "config"), "[core]\nhooksPath = .githooks\n[includeIf \"gitdir:/nowhere/\"]\npath = other.cfg\n")
+		hooks, _ := readGitConfig(filepath.Join(dir, "config"), "/wt", 0)
+		if !slices.Equal(hooks, []string{"/wt/.githooks", "/elsewhere/hooks"}) {
+			t.Errorf("got %q, want both values", hooks)
 		}
 	})
 	t.Run("include loop ends", func(t *testing.T) {

@@ -277,41 +277,47 @@ func (p *planner) checkAllowLinks(rules []policy.Rule) error {
 	return nil
 }
 
-// danglingTarget follows the symlink link and, when what it leads to doesn't
-// exist, returns the first path on the way that doesn't (the target, or a
-// missing directory on the way to it).
+// danglingTarget resolves the symlink link as the kernel does and, when what it
+// leads to doesn't exist, returns the first path on the way that doesn't, or
+// that can't be looked at (a directory without search permission, which the
+// sandbox, as its owner, could open up).
 func danglingTarget(link string) (string, bool) {
-	path := link
-	for hops := 0; hops < 40; hops++ {
-		dest, err := os.Readlink(path)
+	dir, err := filepath.EvalSymlinks(filepath.Dir(link))
+	if err != nil {
+		return "", false
+	}
+	resolved := "/"
+	rest := strings.Split(filepath.Join(dir, filepath.Base(link)), "/")
+	for hops := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
 		if err != nil {
-			return "", false
+			return next, true
 		}
-		if !filepath.IsAbs(dest) {
-			dest = filepath.Join(filepath.Dir(path), dest)
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
 		}
-		// The first missing component, resolving the links on the way.
-		resolved := "/"
-		for _, part := range strings.Split(filepath.Clean(dest), "/") {
-			if part == "" {
-				continue
-			}
-			next := filepath.Join(resolved, part)
-			if _, err := os.Lstat(next); errors.Is(err, fs.ErrNotExist) {
-				return next, true
-			}
-			if real, err := filepath.EvalSymlinks(next); err == nil {
-				resolved = real
-				continue
-			}
-			resolved = next // a dangling link on the way: follow it below
-			break
+		if hops++; hops > 40 {
+			return "", false // ELOOP: nothing to create that would make it resolve
 		}
-		fi, err := os.Lstat(resolved)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			return "", false
+		dest, err := os.Readlink(next)
+		if err != nil {
+			return next, true
 		}
-		path = resolved
+		if strings.HasPrefix(dest, "/") {
+			resolved = "/"
+		}
+		rest = append(strings.Split(dest, "/"), rest...)
 	}
 	return "", false
 }
@@ -756,34 +762,36 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 	if !dir && fileContent == nil {
 		panic("sandbox: bug: a file placeholder needs its content")
 	}
-	// Pin every directory from the writable root down to the protected path, so that
-	// renaming a parent (mv .git .old; mkdir -p .git/hooks) can't get around it.
-	if rel, err := filepath.Rel(base, filepath.Dir(target)); err == nil && !strings.HasPrefix(rel, "..") {
-		d := base
-		for _, part := range strings.Split(rel, string(filepath.Separator)) {
-			if part == "." || part == "" {
-				continue
-			}
-			d = filepath.Join(d, part)
-			if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
-				n := p.node(d)
-				n.pin = true
-				if n.reason == "" {
-					n.reason = "pinned: parent of " + target
-				}
-			}
-		}
-	}
+	// Pin every directory on the way to the protected path that the sandbox could
+	// rename, so that renaming one (mv .git .old; mkdir -p .git/hooks) can't get
+	// around it.
+	p.pinAncestors(target, target)
 	fi, err := os.Lstat(target)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-		if missing, dangling := danglingTarget(target); dangling && p.writable(missing) {
-			// Denying the link leaves its target free to create, and what the
-			// command puts there is read through the link.
-			return &SetupError{Stage: "policy",
-				Err: fmt.Errorf("%s: %s is a symlink to %s, which doesn't exist and the sandbox could create", reason, target, missing),
-				HintText: "a repository or an earlier run may have left the link to get around the protection; " +
-					"check it and remove it, or create its target before the run"}
+		if missing, dangling := danglingTarget(target); dangling {
+			if p.hostWritable(missing) {
+				// Denying the link leaves its target free to create, and what the
+				// command puts there is read through the link.
+				return &SetupError{Stage: "policy",
+					Err: fmt.Errorf("%s: %s is a symlink to %s, which doesn't exist and the sandbox could create", reason, target, missing),
+					HintText: "a repository or an earlier run may have left the link to get around the protection; " +
+						"check it and remove it, or create its target before the run"}
+			}
+		} else {
+			// The links on the way stay as they are, and so do the directories
+			// above each and above the target: otherwise the sandbox could replace
+			// a link (rm lnk; mkdir lnk) or rename a parent of the target (mv cfg
+			// cfg.old; mkdir -p cfg/claude) and make the name lead to its own files.
+			for _, link := range symlinksFollowed(target) {
+				p.pinAncestors(link, target)
+				if err := p.add(policy.Rule{Path: link, Origin: reason}, true, func(n *node) { n.denyWrite = true }); err != nil {
+					return err
+				}
+			}
+			if real, err := filepath.EvalSymlinks(target); err == nil {
+				p.pinAncestors(real, target)
+			}
 		}
 		fallthrough
 	case err == nil:
@@ -791,35 +799,122 @@ func (p *planner) protectPath(base, target string, dir bool, fileContent *string
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("protect %s: %w", target, err)
 	}
+	if err := p.placeholderParents(filepath.Dir(target), reason); err != nil {
+		return err
+	}
 	parent, err := os.Lstat(filepath.Dir(target))
 	if err != nil || !parent.IsDir() {
-		return nil // its parent doesn't exist: see README "Limitations"
+		return nil // the sandbox can't create its parent either
 	}
 	ph := placeholder{path: target, file: !dir}
 	if !dir {
 		ph.content = *fileContent
 	}
-	if p.createPlaceholders {
-		if p.record != nil {
-			if err := p.record(ph); err != nil {
-				return fmt.Errorf("record placeholder %s: %w", target, err)
-			}
-		}
-		if err := ph.create(); errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			// A directory this user can't write in (another user's repository
-			// under a writable /tmp, a read-only mount): the command, which has
-			// the user's uid and no capabilities, can't create the path either.
-			p.notes = append(p.notes, fmt.Sprintf("no placeholder for %s (%v): the command can't create it either", target, err))
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("create placeholder for protected path %s: %w", target, err)
-		}
+	if made, err := p.makePlaceholder(ph); err != nil || !made {
+		return err
 	}
-	p.placeholders = append(p.placeholders, ph)
 	n := p.node(target)
 	n.denyWrite = true
 	n.reason = reason + " (not present: read-only placeholder)"
 	return nil
+}
+
+// makePlaceholder records and creates ph (when the planner creates placeholders)
+// and adds it to the plan. It makes none, and says so, in a directory of another
+// user's that this user can't write in (another user's repository under a
+// writable /tmp) or on a read-only mount: the command, which has the user's uid
+// and no capabilities, can't create the path there either. In a directory of the
+// user's own that isn't writable it fails: the command could chmod it.
+func (p *planner) makePlaceholder(ph placeholder) (made bool, err error) {
+	if p.createPlaceholders {
+		if p.record != nil {
+			if err := p.record(ph); err != nil {
+				return false, fmt.Errorf("record placeholder %s: %w", ph.path, err)
+			}
+		}
+		err := ph.create()
+		if errors.Is(err, fs.ErrPermission) && !ownedBySelf(filepath.Dir(ph.path)) || errors.Is(err, syscall.EROFS) {
+			p.notes = append(p.notes, fmt.Sprintf("no placeholder for %s (%v): the command can't create it either", ph.path, err))
+			return false, nil
+		}
+		if err != nil {
+			return false, &SetupError{Stage: "policy", Err: fmt.Errorf("create placeholder for protected path %s: %w", ph.path, err),
+				HintText: "the directory is yours but not writable, and the sandbox could make it writable: " +
+					"make it writable (moat needs to place a read-only placeholder there), or don't allow writes there"}
+		}
+	}
+	p.placeholders = append(p.placeholders, ph)
+	return true, nil
+}
+
+// ownedBySelf says whether path's owner is this process's user, who may chmod it.
+func ownedBySelf(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return true // unknown: assume the worst
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
+}
+
+// placeholderParents makes the missing directories above a protected path,
+// from the deepest one that exists down to dir, as placeholders that are pinned
+// in place (the command may create other entries in them): where the sandbox
+// could create them, it could otherwise create the protected path too
+// (core.hooksPath = .github/hooks in a repository without .github).
+func (p *planner) placeholderParents(dir, reason string) error {
+	var missing []string
+	d := dir
+	for {
+		fi, err := os.Lstat(d)
+		if err == nil {
+			if !fi.IsDir() || !p.hostWritable(d) {
+				return nil // a file, or a directory the sandbox can't write in
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			return nil
+		}
+		missing = append(missing, d)
+		d = filepath.Dir(d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		made, err := p.makePlaceholder(placeholder{path: missing[i]})
+		if err != nil || !made {
+			return err
+		}
+		n := p.node(missing[i])
+		n.pin = true
+		if n.reason == "" {
+			n.reason = reason + " (a missing parent: pinned placeholder)"
+		}
+	}
+	return nil
+}
+
+// pinAncestors pins every directory above path that the sandbox could rename:
+// those whose parent it can write on the host.
+func (p *planner) pinAncestors(path, of string) {
+	for d := filepath.Dir(path); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if !p.hostWritable(filepath.Dir(d)) {
+			continue
+		}
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() {
+			n := p.node(d)
+			n.pin = true
+			if n.reason == "" {
+				n.reason = "pinned: on the way to " + of
+			}
+		}
+	}
+}
+
+// hostWritable reports whether the sandbox could write path of the host (not
+// of its private /tmp) under the rules gathered so far.
+func (p *planner) hostWritable(path string) bool {
+	st := p.stateOf(path)
+	return st.write && st.host
 }
 
 // writable reports whether path would be writable under the rules gathered so far.

@@ -434,34 +434,56 @@ for p in sys.argv[1:]:
 	}
 }
 
-// TestProtectedPathInUnwritableDir: a writable root the user can't write in
-// (another user's directory under a writable /tmp) gets no placeholder for its
-// missing protected paths, and the run still starts; the command, with the
-// user's uid, can't create them either. Judged on the host: no .vscode there.
+// TestProtectedPathInUnwritableDir: a writable root this user can't write in
+// gets no placeholders for its missing protected paths when the directory is
+// another user's (another user's repository under a writable /tmp), and the run
+// starts: the command, with the user's uid, can't create them either. When the
+// directory is the user's own, the command could chmod it and then create
+// them, so the run is refused. Judged on the host: no .vscode in either.
 func TestProtectedPathInUnwritableDir(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root writes in any directory: the case arises for other users (CI runs this as one)")
 	}
 	f := newFixture(t)
-	theirs := filepath.Join(f.ws, "theirs")
-	if err := os.Mkdir(theirs, 0o555); err != nil {
-		t.Fatal(err)
+	run := func(dir string) (string, error) {
+		t.Helper()
+		pol, err := policy.Compile(nil, policy.Flags{AllowWrite: []string{dir}}, policy.Env{Cwd: f.ws, Home: f.home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := sandbox.Command(pol, "sh", "-c", `chmod 755 `+dir+`; mkdir `+dir+`/.vscode && echo '{}' > `+dir+`/.vscode/tasks.json; echo ok > normal`)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Run()
+		return out.String(), err
 	}
-	t.Cleanup(func() { os.Chmod(theirs, 0o755) })
-	pol, err := policy.Compile(nil, policy.Flags{AllowWrite: []string{theirs}}, policy.Env{Cwd: f.ws, Home: f.home})
-	if err != nil {
-		t.Fatal(err)
+
+	// Another user's directory: /usr/local, root's and not writable here.
+	theirs := "/usr/local"
+	if fi, err := os.Stat(theirs); err != nil || syscall.Access(theirs, 0x2) == nil ||
+		fi.Sys().(*syscall.Stat_t).Uid == uint32(os.Geteuid()) {
+		t.Skipf("%s is missing, writable or this user's: no directory of another user to try", theirs)
 	}
-	cmd := sandbox.Command(pol, "sh", "-c", `mkdir theirs/.vscode; echo ok > normal`)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Logf("run: %v", err)
-	}
+	out, err := run(theirs)
 	if got, _ := os.ReadFile(filepath.Join(f.ws, "normal")); string(got) != "ok\n" {
-		t.Fatalf("the run did not start, or the workspace write did not land:\n%s", out.String())
+		t.Errorf("with another user's directory writable by the rules, the run did not start (%v):\n%s", err, out)
 	}
 	if _, err := os.Lstat(filepath.Join(theirs, ".vscode")); err == nil {
-		t.Errorf("%s/.vscode exists on the host after the run:\n%s", theirs, out.String())
+		t.Errorf("%s/.vscode exists on the host after the run:\n%s", theirs, out)
+	}
+
+	// The user's own directory, not writable: the sandbox would chmod it.
+	mine := filepath.Join(f.ws, "mine")
+	if err := os.Mkdir(mine, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(mine, 0o755) })
+	out, err = run(mine)
+	if _, serr := os.Lstat(filepath.Join(mine, ".vscode", "tasks.json")); serr == nil {
+		t.Errorf("the sandbox made its own directory writable and created .vscode/tasks.json on the host:\n%s", out)
+	}
+	var se *sandbox.SetupError
+	if !errors.As(err, &se) {
+		t.Errorf("the run in the user's own read-only directory was not refused (%v):\n%s", err, out)
 	}
 }

@@ -571,35 +571,92 @@ echo ok > normal
 }
 
 // testDanglingProtectedLinks: a protected name that is already, before the
-// run, a symlink to a missing path the sandbox could create (shipped in a
-// repository: .claude -> ai-config, .vscode -> build/vscode) would let the
-// command fill the target and so the protected path. moat refuses the run
-// (exit 125, naming the link); a link to a missing path outside what the
-// sandbox may write runs as usual. Judged by the files on the host.
+// run, a symlink (shipped in a repository) must not let the command put files
+// behind it. A link to a missing path the sandbox could create (.claude ->
+// ai-config, .vscode -> build/vscode; one whose path goes through "..": after a
+// link, ".." leaves the link's target, not the link; one through a directory
+// without search permission, which its owner can open up) stops the run with
+// exit 125, naming the link. A link to an existing path keeps working, and the
+// command can't swap what it leads to: replacing a link on the way (rm lnk;
+// mkdir lnk) or renaming a parent of the target (mv cfg cfg.old) fails. A link
+// to a missing path the sandbox can't create runs as usual. Judged by the files
+// on the host.
 func testDanglingProtectedLinks(t *testing.T) {
-	b := newBox(t)
-	if err := os.Symlink("ai-config", filepath.Join(b.ws, ".claude")); err != nil {
-		t.Fatal(err)
+	type tc struct {
+		name   string
+		setup  func(ws string)
+		script string
+		refuse bool
+		check  []string // paths (workspace-relative) that must not exist afterwards
 	}
-	if err := os.Symlink("build/vscode", filepath.Join(b.ws, ".vscode")); err != nil {
-		t.Fatal(err)
-	}
-	r := b.run(opts{script: `mkdir -p ai-config build/vscode; echo '{"hooks":1}' > ai-config/settings.json; echo '{}' > build/vscode/tasks.json; echo ran`})
-	for _, p := range []string{".claude/settings.json", ".vscode/tasks.json"} {
-		if testmoat.Exists(filepath.Join(b.ws, p)) {
-			t.Errorf("%s exists on the host after the run:\n%s", p, r)
+	link := func(target, name string) func(ws string) {
+		return func(ws string) {
+			if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if r.code != 125 || !strings.Contains(r.stderr, "symlink to") {
-		t.Errorf("moat did not refuse the run naming the link (want exit 125):\n%s", r)
+	mkdir := func(ws string, dirs ...string) {
+		for _, d := range dirs {
+			testmoat.Mkdir(t, filepath.Join(ws, d))
+		}
+	}
+	cases := []tc{
+		{"dangling", func(ws string) { link("ai-config", ".claude")(ws); link("build/vscode", ".vscode")(ws) },
+			`mkdir -p ai-config build/vscode; echo '{"hooks":1}' > ai-config/settings.json; echo '{}' > build/vscode/tasks.json`,
+			true, []string{".claude/settings.json", ".vscode/tasks.json"}},
+		{"dotdot_after_a_link", func(ws string) {
+			mkdir(ws, "inner/deep", "x")
+			link("inner/deep", "sub")(ws)
+			link("sub/../x", ".claude")(ws)
+		}, `mkdir -p inner/x; echo '{"hooks":1}' > inner/x/settings.json`, true, []string{".claude/settings.json"}},
+		{"unsearchable_dir", func(ws string) {
+			mkdir(ws, "locked")
+			if err := os.Chmod(filepath.Join(ws, "locked"), 0); err != nil {
+				t.Fatal(err)
+			}
+			link("locked/x", ".claude")(ws)
+		}, `chmod 755 locked; mkdir -p locked/x; echo '{"hooks":1}' > locked/x/settings.json`, true, []string{".claude/settings.json"}},
+		{"link_on_the_way_replaced", func(ws string) {
+			mkdir(ws, "realdir")
+			link("lnk", ".claude")(ws)
+			link("realdir", "lnk")(ws)
+		}, `rm lnk; mkdir lnk; echo '{"hooks":1}' > lnk/settings.json`, false, []string{".claude/settings.json", "lnk/settings.json"}},
+		{"parent_of_target_renamed", func(ws string) {
+			mkdir(ws, "cfg/claude")
+			link("cfg/claude", ".claude")(ws)
+		}, `mv cfg cfg.old; mkdir -p cfg/claude; echo '{"hooks":1}' > cfg/claude/settings.json`, false, []string{".claude/settings.json"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBox(t)
+			c.setup(b.ws)
+			t.Cleanup(func() { os.Chmod(filepath.Join(b.ws, "locked"), 0o755) })
+			r := b.run(opts{script: c.script + "; echo ran"})
+			for _, p := range c.check {
+				if testmoat.Exists(filepath.Join(b.ws, p)) {
+					t.Errorf("%s exists on the host after the run:\n%s", p, r)
+				}
+			}
+			switch {
+			case c.refuse && (r.code != 125 || !strings.Contains(r.stderr, "symlink to")):
+				t.Errorf("moat did not refuse the run naming the link (want exit 125):\n%s", r)
+			case !c.refuse && !strings.Contains(r.stdout, "ran"):
+				t.Errorf("control: the run did not start:\n%s", r)
+			}
+		})
 	}
 
 	// Control: a dangling link whose target the sandbox can't create.
-	c := newBox(t)
-	if err := os.Symlink(filepath.Join(c.root, "elsewhere", "ai"), filepath.Join(c.ws, ".claude")); err != nil {
-		t.Fatal(err)
-	}
-	if r := c.run(opts{script: `echo ran`}); r.code != 0 || !strings.Contains(r.stdout, "ran") {
-		t.Errorf("control: a dangling protected link to a path the sandbox can't create stopped the run:\n%s", r)
-	}
+	t.Run("dangling_outside", func(t *testing.T) {
+		t.Parallel()
+		c := newBox(t)
+		if err := os.Symlink(filepath.Join(c.root, "elsewhere", "ai"), filepath.Join(c.ws, ".claude")); err != nil {
+			t.Fatal(err)
+		}
+		if r := c.run(opts{script: `echo ran`}); r.code != 0 || !strings.Contains(r.stdout, "ran") {
+			t.Errorf("control: a dangling protected link to a path the sandbox can't create stopped the run:\n%s", r)
+		}
+	})
 }

@@ -59,6 +59,36 @@ echo ok > normal
 		checkNotPwned(t, pwn)
 	})
 
+	// core.hooksPath names a directory whose parent doesn't exist yet (the
+	// global .github/hooks in a repository without .github; the repository's own
+	// tools/hooks): the sandbox could create both.
+	t.Run("hookspath_missing_parent", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		writeFile(t, filepath.Join(b.home, ".gitconfig"), "[core]\n\thooksPath = .github/hooks\n", 0o644)
+		gitInitCommit(b, b.ws)
+		sub := filepath.Join(b.ws, "sub")
+		gitInitCommit(b, sub)
+		b.git(sub, "config", "core.hooksPath", "tools/hooks")
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `for d in .github/hooks sub/tools/hooks; do
+	mkdir -p $d
+	for h in pre-commit post-checkout; do printf '%s' "$HOOK" > $d/$h; chmod +x $d/$h; done
+done
+mkdir -p .github/workflows && echo ok > .github/workflows/ci.yml
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+			t.Fatalf("control: a write in the work tree did not land on the host:\n%s", r)
+		}
+		if !testmoat.Exists(filepath.Join(b.ws, ".github", "workflows", "ci.yml")) {
+			t.Errorf("control: the command could not create .github/workflows next to the protected hooks dir:\n%s", r)
+		}
+		usersNextStep(b, b.ws)
+		usersNextStep(b, sub)
+		checkNotPwned(t, pwn)
+	})
+
 	// A submodule's work tree has a .git file naming .git/modules/<name>; git
 	// status in the superproject looks into the submodule with its own config.
 	t.Run("submodule_gitfile", func(t *testing.T) {
