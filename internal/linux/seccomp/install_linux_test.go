@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 	"time"
 
 	"golang.org/x/net/bpf"
@@ -48,6 +49,9 @@ var expectations = []expectation{
 	{probe: "unshare(CLONE_NEWUSER)", want: "EPERM"},
 	{probe: "clone(CLONE_NEWUSER) by exec.Cmd", want: "EPERM"},
 	{probe: "clone3(NULL, 0)", want: "ENOSYS"},
+	{probe: "timer_create(CLOCK_MONOTONIC, NULL)", want: "ENOSYS"},
+	{probe: "fcntl(F_SETSIG, SIGCONT)", want: "EPERM"},
+	{probe: "prctl(PR_SET_PDEATHSIG, SIGCONT)", want: "EPERM"},
 	{probe: "ioctl(ctty, TIOCSTI)", want: "EPERM"},
 	{probe: "ioctl(ctty, 0x1_00005412)", want: "EPERM"},
 	{probe: "ioctl(ctty, TIOCLINUX)", want: "EPERM"},
@@ -349,6 +353,10 @@ func TestHelperSeccompChild(t *testing.T) {
 		return cmd.Run()
 	}())
 	report("clone3(NULL, 0)", rawErr(unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)))
+	var timerID int32
+	report("timer_create(CLOCK_MONOTONIC, NULL)", rawErr(unix.Syscall(unix.SYS_TIMER_CREATE, unix.CLOCK_MONOTONIC, 0, uintptr(unsafe.Pointer(&timerID)))))
+	report("fcntl(F_SETSIG, SIGCONT)", rawErr(unix.Syscall(unix.SYS_FCNTL, 0, unix.F_SETSIG, uintptr(unix.SIGCONT))))
+	report("prctl(PR_SET_PDEATHSIG, SIGCONT)", rawErr(unix.Syscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGCONT), 0)))
 	report("io_uring_setup(1, NULL)", ioUringSetup())
 	report("socket(AF_INET, SOCK_STREAM, IPPROTO_MPTCP)", closing(unix.Socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP)))
 	report("socket(AF_INET6, SOCK_STREAM, IPPROTO_MPTCP)", closing(unix.Socket(unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_MPTCP)))

@@ -5,17 +5,17 @@ package seccomp
 
 import "golang.org/x/net/bpf"
 
-// programAMD64 is [Program]("amd64"): 134 instructions.
+// programAMD64 is [Program]("amd64"): 154 instructions.
 var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x4},          //   0: A = arch
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xc000003e},   //   1: if A == 0xc000003e goto 3 else 2
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x80000000},   //   2: return KILL_PROCESS
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x0},          //   3: A = nr
-	{Op: 0x0045, Jt: 126, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 131 else 5
-	{Op: 0x0035, Jt: 84, Jf: 0, K: 0xf9},        //   5: if A >= 249 goto 90 else 6
-	{Op: 0x0035, Jt: 65, Jf: 0, K: 0xa5},        //   6: if A >= 165 goto 72 else 7
-	{Op: 0x0035, Jt: 50, Jf: 0, K: 0x87},        //   7: if A >= 135 goto 58 else 8
-	{Op: 0x0035, Jt: 41, Jf: 0, K: 0x38},        //   8: if A >= 56 goto 50 else 9
+	{Op: 0x0045, Jt: 146, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 151 else 5
+	{Op: 0x0035, Jt: 102, Jf: 0, K: 0xf6},       //   5: if A >= 246 goto 108 else 6
+	{Op: 0x0035, Jt: 82, Jf: 0, K: 0xa4},        //   6: if A >= 164 goto 89 else 7
+	{Op: 0x0035, Jt: 61, Jf: 0, K: 0x87},        //   7: if A >= 135 goto 69 else 8
+	{Op: 0x0035, Jt: 50, Jf: 0, K: 0x48},        //   8: if A >= 72 goto 59 else 9
 	{Op: 0x0015, Jt: 0, Jf: 10, K: 0x10},        //   9: if A == 16 goto 10 else 20
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  10: A = args[1] (low word)
 	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5412},       //  11: if A == 0x5412 goto 12 else 13
@@ -49,7 +49,7 @@ var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},          //  39: if A == 10 goto 40 else 41
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  40: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  41: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 89, K: 0x35},        //  42: if A == 53 goto 43 else 132
+	{Op: 0x0015, Jt: 0, Jf: 7, K: 0x35},         //  42: if A == 53 goto 43 else 50
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  43: A = args[0] (low word)
 	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  44: if A == 1 goto 49 else 45
 	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  45: if A == 2 goto 49 else 46
@@ -57,88 +57,108 @@ var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  47: if A == 16 goto 49 else 48
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  48: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  49: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x38},         //  50: if A == 56 goto 51 else 55
+	{Op: 0x0015, Jt: 0, Jf: 101, K: 0x38},       //  50: if A == 56 goto 51 else 152
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  51: A = args[0] (low word)
 	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000},   //  52: if A & 0x7e020000 goto 53 else 54
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  53: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  54: return ALLOW
-	{Op: 0x0015, Jt: 77, Jf: 0, K: 0x65},        //  55: if A == 101 goto 133 else 56
-	{Op: 0x0015, Jt: 76, Jf: 0, K: 0x67},        //  56: if A == 103 goto 133 else 57
-	{Op: 0x0015, Jt: 75, Jf: 74, K: 0x86},       //  57: if A == 134 goto 133 else 132
-	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x9f},         //  58: if A >= 159 goto 68 else 59
-	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  59: if A == 135 goto 60 else 65
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  60: A = args[0] (low word)
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  61: if A == 0 goto 64 else 62
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   //  62: if A == 0xffffffff goto 64 else 63
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  63: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  64: return ALLOW
-	{Op: 0x0015, Jt: 67, Jf: 0, K: 0x99},        //  65: if A == 153 goto 133 else 66
-	{Op: 0x0015, Jt: 66, Jf: 0, K: 0x9a},        //  66: if A == 154 goto 133 else 67
-	{Op: 0x0015, Jt: 65, Jf: 64, K: 0x9b},       //  67: if A == 155 goto 133 else 132
-	{Op: 0x0015, Jt: 64, Jf: 0, K: 0x9f},        //  68: if A == 159 goto 133 else 69
-	{Op: 0x0015, Jt: 63, Jf: 0, K: 0xa1},        //  69: if A == 161 goto 133 else 70
-	{Op: 0x0015, Jt: 62, Jf: 0, K: 0xa3},        //  70: if A == 163 goto 133 else 71
-	{Op: 0x0015, Jt: 61, Jf: 60, K: 0xa4},       //  71: if A == 164 goto 133 else 132
-	{Op: 0x0035, Jt: 8, Jf: 0, K: 0xaf},         //  72: if A >= 175 goto 81 else 73
-	{Op: 0x0035, Jt: 3, Jf: 0, K: 0xa8},         //  73: if A >= 168 goto 77 else 74
-	{Op: 0x0015, Jt: 58, Jf: 0, K: 0xa5},        //  74: if A == 165 goto 133 else 75
-	{Op: 0x0015, Jt: 57, Jf: 0, K: 0xa6},        //  75: if A == 166 goto 133 else 76
-	{Op: 0x0015, Jt: 56, Jf: 55, K: 0xa7},       //  76: if A == 167 goto 133 else 132
-	{Op: 0x0015, Jt: 55, Jf: 0, K: 0xa8},        //  77: if A == 168 goto 133 else 78
-	{Op: 0x0015, Jt: 54, Jf: 0, K: 0xa9},        //  78: if A == 169 goto 133 else 79
-	{Op: 0x0015, Jt: 53, Jf: 0, K: 0xac},        //  79: if A == 172 goto 133 else 80
-	{Op: 0x0015, Jt: 52, Jf: 51, K: 0xad},       //  80: if A == 173 goto 133 else 132
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xd4},         //  81: if A >= 212 goto 86 else 82
-	{Op: 0x0015, Jt: 50, Jf: 0, K: 0xaf},        //  82: if A == 175 goto 133 else 83
-	{Op: 0x0015, Jt: 49, Jf: 0, K: 0xb0},        //  83: if A == 176 goto 133 else 84
-	{Op: 0x0015, Jt: 48, Jf: 0, K: 0xb3},        //  84: if A == 179 goto 133 else 85
-	{Op: 0x0015, Jt: 47, Jf: 46, K: 0xb4},       //  85: if A == 180 goto 133 else 132
-	{Op: 0x0015, Jt: 46, Jf: 0, K: 0xd4},        //  86: if A == 212 goto 133 else 87
-	{Op: 0x0015, Jt: 45, Jf: 0, K: 0xe3},        //  87: if A == 227 goto 133 else 88
-	{Op: 0x0015, Jt: 44, Jf: 0, K: 0xf6},        //  88: if A == 246 goto 133 else 89
-	{Op: 0x0015, Jt: 43, Jf: 42, K: 0xf8},       //  89: if A == 248 goto 133 else 132
-	{Op: 0x0035, Jt: 22, Jf: 0, K: 0x143},       //  90: if A >= 323 goto 113 else 91
-	{Op: 0x0035, Jt: 12, Jf: 0, K: 0x131},       //  91: if A >= 305 goto 104 else 92
-	{Op: 0x0035, Jt: 7, Jf: 0, K: 0x12a},        //  92: if A >= 298 goto 100 else 93
-	{Op: 0x0015, Jt: 39, Jf: 0, K: 0xf9},        //  93: if A == 249 goto 133 else 94
-	{Op: 0x0015, Jt: 38, Jf: 0, K: 0xfa},        //  94: if A == 250 goto 133 else 95
-	{Op: 0x0015, Jt: 0, Jf: 36, K: 0x110},       //  95: if A == 272 goto 96 else 132
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  96: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   //  97: if A & 0x7e020080 goto 98 else 99
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  98: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  99: return ALLOW
-	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x12a},       // 100: if A == 298 goto 133 else 101
-	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x12c},       // 101: if A == 300 goto 133 else 102
-	{Op: 0x0015, Jt: 30, Jf: 0, K: 0x12f},       // 102: if A == 303 goto 133 else 103
-	{Op: 0x0015, Jt: 29, Jf: 28, K: 0x130},      // 103: if A == 304 goto 133 else 132
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x138},        // 104: if A >= 312 goto 109 else 105
-	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x131},       // 105: if A == 305 goto 133 else 106
-	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x134},       // 106: if A == 308 goto 133 else 107
-	{Op: 0x0015, Jt: 25, Jf: 0, K: 0x136},       // 107: if A == 310 goto 133 else 108
-	{Op: 0x0015, Jt: 24, Jf: 23, K: 0x137},      // 108: if A == 311 goto 133 else 132
-	{Op: 0x0015, Jt: 23, Jf: 0, K: 0x138},       // 109: if A == 312 goto 133 else 110
-	{Op: 0x0015, Jt: 22, Jf: 0, K: 0x139},       // 110: if A == 313 goto 133 else 111
-	{Op: 0x0015, Jt: 21, Jf: 0, K: 0x140},       // 111: if A == 320 goto 133 else 112
-	{Op: 0x0015, Jt: 20, Jf: 19, K: 0x141},      // 112: if A == 321 goto 133 else 132
-	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x1af},        // 113: if A >= 431 goto 122 else 114
-	{Op: 0x0035, Jt: 3, Jf: 0, K: 0x1ab},        // 114: if A >= 427 goto 118 else 115
-	{Op: 0x0015, Jt: 17, Jf: 0, K: 0x143},       // 115: if A == 323 goto 133 else 116
-	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1a9},       // 116: if A == 425 goto 131 else 117
-	{Op: 0x0015, Jt: 13, Jf: 14, K: 0x1aa},      // 117: if A == 426 goto 131 else 132
-	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ab},       // 118: if A == 427 goto 131 else 119
-	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1ac},       // 119: if A == 428 goto 133 else 120
-	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ad},       // 120: if A == 429 goto 133 else 121
-	{Op: 0x0015, Jt: 11, Jf: 10, K: 0x1ae},      // 121: if A == 430 goto 133 else 132
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1b6},        // 122: if A >= 438 goto 127 else 123
-	{Op: 0x0015, Jt: 9, Jf: 0, K: 0x1af},        // 123: if A == 431 goto 133 else 124
-	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1b0},        // 124: if A == 432 goto 133 else 125
-	{Op: 0x0015, Jt: 7, Jf: 0, K: 0x1b1},        // 125: if A == 433 goto 133 else 126
-	{Op: 0x0015, Jt: 4, Jf: 5, K: 0x1b3},        // 126: if A == 435 goto 131 else 132
-	{Op: 0x0015, Jt: 5, Jf: 0, K: 0x1b6},        // 127: if A == 438 goto 133 else 128
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1ba},        // 128: if A == 442 goto 133 else 129
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x1bb},        // 129: if A == 443 goto 133 else 130
-	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 130: if A == 467 goto 133 else 132
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 131: return ERRNO(38)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 132: return ALLOW
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 133: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  54: A = args[0] (low word)
+	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xff},         //  55: A &= 0xff
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  56: if A == 18 goto 57 else 58
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  57: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  58: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 6, K: 0x48},         //  59: if A == 72 goto 60 else 66
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  60: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  61: if A == 10 goto 62 else 65
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  62: A = args[2] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  63: if A == 18 goto 64 else 65
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  64: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  65: return ALLOW
+	{Op: 0x0015, Jt: 86, Jf: 0, K: 0x65},        //  66: if A == 101 goto 153 else 67
+	{Op: 0x0015, Jt: 85, Jf: 0, K: 0x67},        //  67: if A == 103 goto 153 else 68
+	{Op: 0x0015, Jt: 84, Jf: 83, K: 0x86},       //  68: if A == 134 goto 153 else 152
+	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x9d},         //  69: if A >= 157 goto 79 else 70
+	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  70: if A == 135 goto 71 else 76
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  71: A = args[0] (low word)
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  72: if A == 0 goto 75 else 73
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   //  73: if A == 0xffffffff goto 75 else 74
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  74: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  75: return ALLOW
+	{Op: 0x0015, Jt: 76, Jf: 0, K: 0x99},        //  76: if A == 153 goto 153 else 77
+	{Op: 0x0015, Jt: 75, Jf: 0, K: 0x9a},        //  77: if A == 154 goto 153 else 78
+	{Op: 0x0015, Jt: 74, Jf: 73, K: 0x9b},       //  78: if A == 155 goto 153 else 152
+	{Op: 0x0015, Jt: 0, Jf: 6, K: 0x9d},         //  79: if A == 157 goto 80 else 86
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  80: A = args[0] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0x1},          //  81: if A == 1 goto 82 else 85
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  82: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  83: if A == 18 goto 84 else 85
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  84: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  85: return ALLOW
+	{Op: 0x0015, Jt: 66, Jf: 0, K: 0x9f},        //  86: if A == 159 goto 153 else 87
+	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xa1},        //  87: if A == 161 goto 153 else 88
+	{Op: 0x0015, Jt: 64, Jf: 63, K: 0xa3},       //  88: if A == 163 goto 153 else 152
+	{Op: 0x0035, Jt: 9, Jf: 0, K: 0xaf},         //  89: if A >= 175 goto 99 else 90
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xa8},         //  90: if A >= 168 goto 95 else 91
+	{Op: 0x0015, Jt: 61, Jf: 0, K: 0xa4},        //  91: if A == 164 goto 153 else 92
+	{Op: 0x0015, Jt: 60, Jf: 0, K: 0xa5},        //  92: if A == 165 goto 153 else 93
+	{Op: 0x0015, Jt: 59, Jf: 0, K: 0xa6},        //  93: if A == 166 goto 153 else 94
+	{Op: 0x0015, Jt: 58, Jf: 57, K: 0xa7},       //  94: if A == 167 goto 153 else 152
+	{Op: 0x0015, Jt: 57, Jf: 0, K: 0xa8},        //  95: if A == 168 goto 153 else 96
+	{Op: 0x0015, Jt: 56, Jf: 0, K: 0xa9},        //  96: if A == 169 goto 153 else 97
+	{Op: 0x0015, Jt: 55, Jf: 0, K: 0xac},        //  97: if A == 172 goto 153 else 98
+	{Op: 0x0015, Jt: 54, Jf: 53, K: 0xad},       //  98: if A == 173 goto 153 else 152
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xd4},         //  99: if A >= 212 goto 104 else 100
+	{Op: 0x0015, Jt: 52, Jf: 0, K: 0xaf},        // 100: if A == 175 goto 153 else 101
+	{Op: 0x0015, Jt: 51, Jf: 0, K: 0xb0},        // 101: if A == 176 goto 153 else 102
+	{Op: 0x0015, Jt: 50, Jf: 0, K: 0xb3},        // 102: if A == 179 goto 153 else 103
+	{Op: 0x0015, Jt: 49, Jf: 48, K: 0xb4},       // 103: if A == 180 goto 153 else 152
+	{Op: 0x0015, Jt: 48, Jf: 0, K: 0xd4},        // 104: if A == 212 goto 153 else 105
+	{Op: 0x0015, Jt: 45, Jf: 0, K: 0xde},        // 105: if A == 222 goto 151 else 106
+	{Op: 0x0015, Jt: 46, Jf: 0, K: 0xe3},        // 106: if A == 227 goto 153 else 107
+	{Op: 0x0015, Jt: 43, Jf: 44, K: 0xf4},       // 107: if A == 244 goto 151 else 152
+	{Op: 0x0035, Jt: 23, Jf: 0, K: 0x141},       // 108: if A >= 321 goto 132 else 109
+	{Op: 0x0035, Jt: 13, Jf: 0, K: 0x130},       // 109: if A >= 304 goto 123 else 110
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x110},        // 110: if A >= 272 goto 115 else 111
+	{Op: 0x0015, Jt: 41, Jf: 0, K: 0xf6},        // 111: if A == 246 goto 153 else 112
+	{Op: 0x0015, Jt: 40, Jf: 0, K: 0xf8},        // 112: if A == 248 goto 153 else 113
+	{Op: 0x0015, Jt: 39, Jf: 0, K: 0xf9},        // 113: if A == 249 goto 153 else 114
+	{Op: 0x0015, Jt: 38, Jf: 37, K: 0xfa},       // 114: if A == 250 goto 153 else 152
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x110},        // 115: if A == 272 goto 116 else 120
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 116: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   // 117: if A & 0x7e020080 goto 118 else 119
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 118: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 119: return ALLOW
+	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x12a},       // 120: if A == 298 goto 153 else 121
+	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x12c},       // 121: if A == 300 goto 153 else 122
+	{Op: 0x0015, Jt: 30, Jf: 29, K: 0x12f},      // 122: if A == 303 goto 153 else 152
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x137},        // 123: if A >= 311 goto 128 else 124
+	{Op: 0x0015, Jt: 28, Jf: 0, K: 0x130},       // 124: if A == 304 goto 153 else 125
+	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x131},       // 125: if A == 305 goto 153 else 126
+	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x134},       // 126: if A == 308 goto 153 else 127
+	{Op: 0x0015, Jt: 25, Jf: 24, K: 0x136},      // 127: if A == 310 goto 153 else 152
+	{Op: 0x0015, Jt: 24, Jf: 0, K: 0x137},       // 128: if A == 311 goto 153 else 129
+	{Op: 0x0015, Jt: 23, Jf: 0, K: 0x138},       // 129: if A == 312 goto 153 else 130
+	{Op: 0x0015, Jt: 22, Jf: 0, K: 0x139},       // 130: if A == 313 goto 153 else 131
+	{Op: 0x0015, Jt: 21, Jf: 20, K: 0x140},      // 131: if A == 320 goto 153 else 152
+	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x1af},        // 132: if A >= 431 goto 142 else 133
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1ab},        // 133: if A >= 427 goto 138 else 134
+	{Op: 0x0015, Jt: 18, Jf: 0, K: 0x141},       // 134: if A == 321 goto 153 else 135
+	{Op: 0x0015, Jt: 17, Jf: 0, K: 0x143},       // 135: if A == 323 goto 153 else 136
+	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1a9},       // 136: if A == 425 goto 151 else 137
+	{Op: 0x0015, Jt: 13, Jf: 14, K: 0x1aa},      // 137: if A == 426 goto 151 else 152
+	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ab},       // 138: if A == 427 goto 151 else 139
+	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1ac},       // 139: if A == 428 goto 153 else 140
+	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ad},       // 140: if A == 429 goto 153 else 141
+	{Op: 0x0015, Jt: 11, Jf: 10, K: 0x1ae},      // 141: if A == 430 goto 153 else 152
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1b6},        // 142: if A >= 438 goto 147 else 143
+	{Op: 0x0015, Jt: 9, Jf: 0, K: 0x1af},        // 143: if A == 431 goto 153 else 144
+	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1b0},        // 144: if A == 432 goto 153 else 145
+	{Op: 0x0015, Jt: 7, Jf: 0, K: 0x1b1},        // 145: if A == 433 goto 153 else 146
+	{Op: 0x0015, Jt: 4, Jf: 5, K: 0x1b3},        // 146: if A == 435 goto 151 else 152
+	{Op: 0x0015, Jt: 5, Jf: 0, K: 0x1b6},        // 147: if A == 438 goto 153 else 148
+	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1ba},        // 148: if A == 442 goto 153 else 149
+	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x1bb},        // 149: if A == 443 goto 153 else 150
+	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 150: if A == 467 goto 153 else 152
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 151: return ERRNO(38)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 152: return ALLOW
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 153: return ERRNO(1)
 }

@@ -132,6 +132,11 @@ const (
 	tioclinux = 0x541c // TIOCLINUX
 	tiocsetd  = 0x5423 // TIOCSETD
 
+	sigcont        = 18   // SIGCONT
+	fSetsig        = 10   // F_SETSIG: the signal an fd's I/O readiness sends (O_ASYNC, leases, dnotify)
+	prSetPdeathsig = 1    // PR_SET_PDEATHSIG
+	cloneCSignal   = 0xff // CSIGNAL: clone's exit signal, sent to the parent when the child ends
+
 	perLinux = 0          // PER_LINUX
 	perQuery = 0xffffffff // personality(0xffffffff) reports the persona without changing it
 )
@@ -231,6 +236,23 @@ var table = []Rule{
 		Reason: "TIOCLINUX can paste the console selection into the terminal's input"},
 	{Syscall: "ioctl", Args: []ArgMatch{{Index: 1, Op: In, Values: []uint32{tiocsetd}}}, Errno: EPERM,
 		Reason: "TIOCSETD switches the tty line discipline into rarely used kernel code (n_gsm, n_hdlc) with an exploit record"},
+
+	// SIGCONT from the kernel. moat stops every process of the sandbox (SIGSTOP) while
+	// it asks at the terminal and while the command is stopped (Ctrl-Z) and the shell
+	// has the terminal; a process that arranged for SIGCONT to reach itself later
+	// would run again then, draw over the question or take the terminal. These are
+	// the ways to have the kernel send it; every process that could send it with
+	// kill is stopped too.
+	{Syscall: "timer_create", Errno: ENOSYS,
+		Reason: "a POSIX timer sends the signal its sigevent names (SIGCONT too) even to a stopped process, and the sigevent is in memory seccomp can't read; ENOSYS makes callers (coreutils timeout, Go's profiler) fall back to alarm or setitimer, whose signals are fixed"},
+	{Syscall: "mq_notify", Errno: ENOSYS,
+		Reason: "a message queue notification sends the signal its sigevent names (SIGCONT too), in memory seccomp can't read"},
+	{Syscall: "fcntl", Args: []ArgMatch{{Index: 1, Op: In, Values: []uint32{fSetsig}}, {Index: 2, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
+		Reason: "F_SETSIG with SIGCONT: I/O on a descriptor (data from the network, a lease break) would continue a stopped process"},
+	{Syscall: "prctl", Args: []ArgMatch{{Index: 0, Op: In, Values: []uint32{prSetPdeathsig}}, {Index: 1, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
+		Reason: "a parent-death signal of SIGCONT would continue a stopped process"},
+	{Syscall: "clone", Args: []ArgMatch{{Index: 0, Mask: cloneCSignal, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
+		Reason: "an exit signal of SIGCONT would continue a stopped parent when the child ends"},
 
 	// Network.
 	{Syscall: "socket", Args: []ArgMatch{{Index: 0, Op: NotIn, Values: allowedFamilies}}, Errno: EPERM, Reason: whyFamily},
