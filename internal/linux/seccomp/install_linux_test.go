@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
