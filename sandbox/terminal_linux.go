@@ -279,22 +279,30 @@ func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
 // done takes the terminal back for good when the sandbox has ended, so this
 // process can write its summary and its caller finds the terminal as it left it:
 // in the mode it had when the sandbox got it (a command killed in raw mode, or
-// one that turned echo off, leaves it otherwise), and not exclusive (TIOCEXCL
-// would keep the person from opening it again).
+// one that turned echo off, leaves it otherwise), not exclusive (TIOCEXCL
+// would keep the person from opening it again), and with its output flowing.
 func (j *jobControl) done() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	fd := int(j.tty.Fd())
 	self, sandbox := j.foreground()
+	if fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); !self && !sandbox && err == nil && fg > 0 &&
+		unix.Kill(-fg, 0) == unix.ESRCH {
+		// A group with no process left: one of the sandbox's (a process that made
+		// its own group the foreground and ended), as nobody else's job changes
+		// the foreground while this one runs in it.
+		sandbox = true
+	}
 	if sandbox {
-		_ = setForeground(int(j.tty.Fd()), unix.Getpgrp())
+		_ = setForeground(fd, unix.Getpgrp())
 		self = true
 	}
 	if self {
-		fd := int(j.tty.Fd())
 		if j.mode != nil {
 			_ = unix.IoctlSetTermios(fd, unix.TCSETS, j.mode)
 		}
 		_ = unix.IoctlSetInt(fd, unix.TIOCNXCL, 0)
+		_ = unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON) // output suspended (tcflow TCOOFF) flows again
 	}
 }
 

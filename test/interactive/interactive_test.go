@@ -156,7 +156,16 @@ func TestTerminalRestored(t *testing.T) {
 	ws, env := workspace(t)
 	tm := newTerm(t)
 	before := tm.termios()
-	script := `stty raw -echo -isig; python3 -c 'import fcntl, termios; fcntl.ioctl(0, termios.TIOCEXCL)'; echo CHANGED; kill -9 $$`
+	// Last, a process makes its own group the terminal's foreground and ends:
+	// the foreground is then a group with no process left.
+	script := `stty raw -echo -isig; echo CHANGED; python3 -c '
+import fcntl, os, signal, termios
+fcntl.ioctl(0, termios.TIOCEXCL)
+termios.tcflow(1, termios.TCOOFF)
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+os.setpgid(0, 0)
+os.tcsetpgrp(0, os.getpgrp())
+'; kill -9 $$`
 	if code := tm.moat(ws, env, "sh", "-c", script).wait(); code != 128+9 {
 		t.Fatalf("moat exited %d, want 137:\n%q", code, tm.output())
 	}
@@ -173,6 +182,20 @@ func TestTerminalRestored(t *testing.T) {
 	}
 	if excl != 0 {
 		t.Error("the terminal is still exclusive (TIOCEXCL) after the run")
+	}
+	// Output flows: what is written to the terminal shows (tcflow TCOOFF would
+	// hold it, and block the writer).
+	wrote := make(chan error, 1)
+	go func() { _, err := tm.slave.Write([]byte("FLOWING\r\n")); wrote <- err }()
+	select {
+	case err := <-wrote:
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.expect(`FLOWING`)
+	case <-time.After(5 * time.Second):
+		t.Error("the terminal's output is still suspended (tcflow TCOOFF) after the run")
+		testmoat.Control(tm.master, func(fd int) error { return unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON) })
 	}
 }
 
