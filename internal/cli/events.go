@@ -22,6 +22,7 @@ type eventLog struct {
 	denied []sandbox.Event
 	seen   map[string]int // host:port -> index in denied
 	counts []int
+	more   int // refusals of destinations beyond the first summaryMax, not kept
 	werr   error
 
 	// pol, when set, writes home as ~ in the summary and says how to reveal a
@@ -46,6 +47,9 @@ func newEventLog(w io.Writer) *eventLog {
 	return l
 }
 
+// summaryMax is how many refused destinations the summary names.
+const summaryMax = 20
+
 func (l *eventLog) add(ev sandbox.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -61,6 +65,13 @@ func (l *eventLog) add(ev sandbox.Event) {
 	}
 	if i, ok := l.seen[key]; ok {
 		l.counts[i]++
+		return
+	}
+	if len(l.denied) >= summaryMax {
+		// Only the first ones are named in the summary; keeping every other
+		// destination a command makes up would let it grow moat's memory without
+		// bound (the event log file has them all).
+		l.more++
 		return
 	}
 	l.seen[key] = len(l.denied)
@@ -99,12 +110,10 @@ func (l *eventLog) summary(w io.Writer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer l.fileSummary(w)
-	const max = 20
+	if l.more > 0 {
+		defer fmt.Fprintf(w, "moat: ... and %d more refusals of other destinations (see --events)\n", l.more)
+	}
 	for i, ev := range l.denied {
-		if i == max {
-			fmt.Fprintf(w, "moat: ... and %d more refused destinations (see --events)\n", len(l.denied)-max)
-			break
-		}
 		what := "connection to " + ev.Host
 		if ev.Port != 0 {
 			what += ":" + strconv.Itoa(ev.Port)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -84,5 +85,24 @@ func TestFileSummary(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEventLogBounded: a command that makes up a new host for every connection
+// (rt3 grew moat to 1.25 GB that way) leaves the summary's memory bounded: the
+// first summaryMax destinations are kept and named, the rest only counted.
+func TestEventLogBounded(t *testing.T) {
+	l := newEventLog(nil)
+	for i := range 10000 {
+		l.add(sandbox.Event{Action: "deny", Proto: "http", Host: fmt.Sprintf("h%d.example", i), Port: 80})
+	}
+	l.add(sandbox.Event{Action: "deny", Proto: "http", Host: "h1.example", Port: 80})
+	if len(l.denied) != summaryMax || len(l.seen) != summaryMax || l.more != 10000-summaryMax {
+		t.Fatalf("kept %d destinations (%d keys), counted %d more; want %d and %d", len(l.denied), len(l.seen), l.more, summaryMax, 10000-summaryMax)
+	}
+	var out strings.Builder
+	l.summary(&out)
+	if !strings.Contains(out.String(), "h1.example:80 (2 times)") || !strings.Contains(out.String(), "9980 more refusals") {
+		t.Errorf("summary:\n%s", out.String())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,7 +119,7 @@ func TestDirectMode(t *testing.T) {
 }
 
 // directChecks are TestDirectInside's subtests.
-var directChecks = []string{"mode_line", "writes_and_temp", "temp_after_sigkill", "host_sockets", "network", "kernel_surface", "privileges", "fallback_forbidden", "state_dir"}
+var directChecks = []string{"mode_line", "writes_and_temp", "temp_after_sigkill", "host_sockets", "network", "kernel_surface", "privileges", "fallback_forbidden", "state_dir", "host_process_limits"}
 
 // outerUIDEnv carries the uid of the test outside the simulation (its root is that user
 // under CommandAsRoot) into it.
@@ -146,6 +147,7 @@ func TestDirectInside(t *testing.T) {
 		{"privileges", testDirectPrivileges},
 		{"fallback_forbidden", testDirectForbidden},
 		{"state_dir", testDirectStateDir},
+		{"host_process_limits", testDirectProcessLimits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -497,5 +499,49 @@ func testDirectStateDir(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(tmp, "moat-"+inner)); err == nil {
 			t.Errorf("a state dir named by the uid inside (%s) was made", inner)
 		}
+	}
+}
+
+// testDirectProcessLimits: without a pid namespace the command names host
+// processes by pid, and Landlock, which scopes signals and ptrace, doesn't cover
+// resource limits or priorities. Setting moat's own open-file limit to 1 made its
+// final kill loop fail, and a setsid daemon outlived the run; a host process of
+// the user could be reniced or starved. Judged on the host: the host process's
+// limit and nice value after the run, and no daemon left.
+func testDirectProcessLimits(t *testing.T) {
+	for _, tool := range []string{"prlimit", "renice"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s (util-linux) is not installed: it is this test's attacker", tool)
+		}
+	}
+	b := newBox(t)
+	host := exec.Command("sleep", "600")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	pid := strconv.Itoa(host.Process.Pid)
+	limitsBefore := testmoat.ReadFile(t, "/proc/"+pid+"/limits")
+	prioBefore, _ := syscall.Getpriority(syscall.PRIO_PROCESS, host.Process.Pid)
+	mark := strconv.Itoa(400 + os.Getpid()%500)
+	r := b.run(opts{script: `prlimit --pid $PPID --nofile=1:1 && echo limited-moat
+prlimit --pid ` + pid + ` --nofile=1:1 && echo limited-host
+renice -n 19 -p ` + pid + ` >/dev/null && echo reniced-host
+setsid sleep ` + mark + ` &
+echo ran`})
+	if !strings.Contains(r.stdout, "ran") {
+		t.Fatalf("control: the run did not start:\n%s", r)
+	}
+	if got := testmoat.ReadFile(t, "/proc/"+pid+"/limits"); got != limitsBefore {
+		t.Errorf("the sandbox changed a host process's limits:\n%s\n%s", got, r)
+	}
+	if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, host.Process.Pid); err == nil && prio != prioBefore {
+		t.Errorf("the sandbox reniced a host process (priority %d, was %d):\n%s", prio, prioBefore, r)
+	}
+	time.Sleep(200 * time.Millisecond)
+	out, _ := exec.Command("pgrep", "-f", "^sleep "+mark+"$").Output()
+	if len(out) > 0 {
+		exec.Command("pkill", "-f", "^sleep "+mark+"$").Run()
+		t.Errorf("a daemon outlived the run (pids %s):\n%s", strings.Fields(string(out)), r)
 	}
 }

@@ -63,7 +63,7 @@ func FSRules(reads bool) []Rule { return fsTable(reads) }
 // broker decides; reads adds every open to it. A process can have only one filter with a
 // listener, so both tables share one program.
 func BrokerProgram(arch string, fs, reads bool) ([]bpf.RawInstruction, error) {
-	rules := slices.Clone(netTable)
+	rules := append(slices.Clone(netTable), directTable...)
 	if fs {
 		rules = append(rules, fsTable(reads)...)
 	}

@@ -99,6 +99,7 @@ func notifyProgram(arch string, rules []Rule) ([]bpf.RawInstruction, error) {
 	nums := maps.Clone(sysnums[arch])
 	maps.Copy(nums, notifySysnums[arch])
 	maps.Copy(nums, fsSysnums[arch])
+	maps.Copy(nums, directSysnums[arch])
 	insns, err := compile(info, nums, rules)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp network program for %s: %w", arch, err)

@@ -22,3 +22,22 @@ func TestFSSysnumsARM64(t *testing.T) {
 		"unlink": absent, "unlinkat": unix.SYS_UNLINKAT, "rmdir": absent, "truncate": unix.SYS_TRUNCATE,
 	})
 }
+
+func TestDirectSysnumsARM64(t *testing.T) {
+	want := map[string]int{
+		"prlimit64": unix.SYS_PRLIMIT64, "setpriority": unix.SYS_SETPRIORITY, "ioprio_set": unix.SYS_IOPRIO_SET,
+		"sched_setaffinity": unix.SYS_SCHED_SETAFFINITY, "sched_setscheduler": unix.SYS_SCHED_SETSCHEDULER,
+		"sched_setparam": unix.SYS_SCHED_SETPARAM, "sched_setattr": unix.SYS_SCHED_SETATTR,
+		"setxattr": unix.SYS_SETXATTR, "lsetxattr": unix.SYS_LSETXATTR, "fsetxattr": unix.SYS_FSETXATTR,
+		"removexattr": unix.SYS_REMOVEXATTR, "lremovexattr": unix.SYS_LREMOVEXATTR, "fremovexattr": unix.SYS_FREMOVEXATTR,
+		"setxattrat": unix.SYS_SETXATTRAT, "removexattrat": unix.SYS_REMOVEXATTRAT,
+	}
+	if len(want) != len(directSysnums["arm64"]) {
+		t.Errorf("%d numbers checked, table has %d", len(want), len(directSysnums["arm64"]))
+	}
+	for name, n := range want {
+		if got := directSysnums["arm64"][name]; got != n {
+			t.Errorf("%s = %d, x/sys/unix says %d", name, got, n)
+		}
+	}
+}

@@ -27,6 +27,7 @@ func netNums(arch string) map[string]int {
 	nums := maps.Clone(sysnums[arch])
 	maps.Copy(nums, notifySysnums[arch])
 	maps.Copy(nums, fsSysnums[arch])
+	maps.Copy(nums, directSysnums[arch])
 	return nums
 }
 
@@ -246,13 +247,44 @@ func TestBrokerDifferential(t *testing.T) {
 					insns[i] = bpf.RetConstant{Val: retErrno | uint32(Notify)}
 				}
 			}
-			rules := append(append([]Rule(nil), netTable...), fsTable(reads)...)
+			rules := append(append(append([]Rule(nil), netTable...), directTable...), fsTable(reads)...)
 			for _, r := range rules {
 				if err := validate(r, netNums(arch)); err != nil {
 					t.Errorf("%s: %v", arch, err)
 				}
 			}
 			differential(t, arch, arches[arch], netNums(arch), rules, newVM(t, insns), 600)
+		}
+	}
+}
+
+// TestDirectVerdicts: the direct mode's process and xattr rules, by hand.
+func TestDirectVerdicts(t *testing.T) {
+	for _, arch := range Arches() {
+		raw, err := BrokerProgram(arch, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insns, _ := bpf.Disassemble(raw)
+		m := newVM(t, insns)
+		nums := netNums(arch)
+		for _, tc := range []verdictCase{
+			{name: "prlimit64 of itself allowed", syscall: "prlimit64", args: [6]uint64{0, 7, 0x1000, 0}, want: allow},
+			{name: "prlimit64 of another process denied", syscall: "prlimit64", args: [6]uint64{4242, 7, 0x1000, 0}, want: deny(EPERM)},
+			{name: "setpriority of itself allowed", syscall: "setpriority", args: [6]uint64{prioProcess, 0, 10}, want: allow},
+			{name: "setpriority of another process denied", syscall: "setpriority", args: [6]uint64{prioProcess, 4242, 10}, want: deny(EPERM)},
+			{name: "setpriority of the user denied", syscall: "setpriority", args: [6]uint64{2, 0, 10}, want: deny(EPERM)},
+			{name: "ioprio_set of itself allowed", syscall: "ioprio_set", args: [6]uint64{ioprioWhoProcess, 0, 0}, want: allow},
+			{name: "ioprio_set of the process group denied", syscall: "ioprio_set", args: [6]uint64{2, 0, 0}, want: deny(EPERM)},
+			{name: "sched_setaffinity of another process denied", syscall: "sched_setaffinity", args: [6]uint64{4242, 8, 0x1000}, want: deny(EPERM)},
+			{name: "sched_setaffinity of itself allowed", syscall: "sched_setaffinity", args: [6]uint64{0, 8, 0x1000}, want: allow},
+			{name: "fsetxattr not supported", syscall: "fsetxattr", args: [6]uint64{3, 0x1000, 0x2000, 4, 0}, want: deny(ENOTSUP)},
+			{name: "setxattr not supported", syscall: "setxattr", want: deny(ENOTSUP)},
+		} {
+			got := m.run(t, call{nr: uint32(nums[tc.syscall]), arch: arches[arch].audit, args: tc.args})
+			if got != tc.want {
+				t.Errorf("%s: %s: got %s, want %s", arch, tc.name, verdictString(got), verdictString(tc.want))
+			}
 		}
 	}
 }

@@ -5,160 +5,214 @@ package seccomp
 
 import "golang.org/x/net/bpf"
 
-// programAMD64 is [Program]("amd64"): 154 instructions.
+// programAMD64 is [Program]("amd64"): 208 instructions.
 var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x4},          //   0: A = arch
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xc000003e},   //   1: if A == 0xc000003e goto 3 else 2
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x80000000},   //   2: return KILL_PROCESS
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x0},          //   3: A = nr
-	{Op: 0x0045, Jt: 146, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 151 else 5
-	{Op: 0x0035, Jt: 102, Jf: 0, K: 0xf6},       //   5: if A >= 246 goto 108 else 6
-	{Op: 0x0035, Jt: 82, Jf: 0, K: 0xa4},        //   6: if A >= 164 goto 89 else 7
-	{Op: 0x0035, Jt: 61, Jf: 0, K: 0x87},        //   7: if A >= 135 goto 69 else 8
-	{Op: 0x0035, Jt: 50, Jf: 0, K: 0x48},        //   8: if A >= 72 goto 59 else 9
-	{Op: 0x0015, Jt: 0, Jf: 10, K: 0x10},        //   9: if A == 16 goto 10 else 20
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  10: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5412},       //  11: if A == 0x5412 goto 12 else 13
+	{Op: 0x0045, Jt: 200, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 205 else 5
+	{Op: 0x0035, Jt: 130, Jf: 0, K: 0xf4},       //   5: if A >= 244 goto 136 else 6
+	{Op: 0x0035, Jt: 106, Jf: 0, K: 0x9f},       //   6: if A >= 159 goto 113 else 7
+	{Op: 0x0035, Jt: 79, Jf: 0, K: 0x65},        //   7: if A >= 101 goto 87 else 8
+	{Op: 0x0035, Jt: 46, Jf: 0, K: 0x38},        //   8: if A >= 56 goto 55 else 9
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x2},          //   9: if A == 2 goto 10 else 14
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  10: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  11: if A & 0xc00 goto 12 else 13
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  12: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  13: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x541c},       //  14: if A == 0x541c goto 15 else 16
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  15: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  16: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5423},       //  17: if A == 0x5423 goto 18 else 19
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  18: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  19: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 21, K: 0x29},        //  20: if A == 41 goto 21 else 42
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  21: A = args[0] (low word)
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  22: if A == 1 goto 27 else 23
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  23: if A == 2 goto 27 else 24
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},          //  24: if A == 10 goto 27 else 25
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  25: if A == 16 goto 27 else 26
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  26: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  27: A = args[0] (low word)
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},          //  28: if A == 2 goto 30 else 29
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  29: if A == 10 goto 30 else 33
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  30: A = args[2] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x106},        //  31: if A == 262 goto 32 else 33
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  32: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  33: A = args[0] (low word)
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},          //  34: if A == 2 goto 36 else 35
-	{Op: 0x0015, Jt: 0, Jf: 5, K: 0xa},          //  35: if A == 10 goto 36 else 41
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  36: A = args[1] (low word)
-	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xf},          //  37: A &= 0xf
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x3},          //  38: if A == 3 goto 40 else 39
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},          //  39: if A == 10 goto 40 else 41
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  40: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  41: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 7, K: 0x35},         //  42: if A == 53 goto 43 else 50
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  43: A = args[0] (low word)
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  44: if A == 1 goto 49 else 45
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  45: if A == 2 goto 49 else 46
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},          //  46: if A == 10 goto 49 else 47
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  47: if A == 16 goto 49 else 48
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  48: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  49: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 101, K: 0x38},       //  50: if A == 56 goto 51 else 152
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  51: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000},   //  52: if A & 0x7e020000 goto 53 else 54
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  13: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 10, K: 0x10},        //  14: if A == 16 goto 15 else 25
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  15: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5412},       //  16: if A == 0x5412 goto 17 else 18
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  17: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  18: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x541c},       //  19: if A == 0x541c goto 20 else 21
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  20: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  21: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5423},       //  22: if A == 0x5423 goto 23 else 24
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  23: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  24: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 21, K: 0x29},        //  25: if A == 41 goto 26 else 47
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  26: A = args[0] (low word)
+	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  27: if A == 1 goto 32 else 28
+	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  28: if A == 2 goto 32 else 29
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},          //  29: if A == 10 goto 32 else 30
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  30: if A == 16 goto 32 else 31
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  31: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  32: A = args[0] (low word)
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},          //  33: if A == 2 goto 35 else 34
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  34: if A == 10 goto 35 else 38
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  35: A = args[2] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x106},        //  36: if A == 262 goto 37 else 38
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  37: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  38: A = args[0] (low word)
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},          //  39: if A == 2 goto 41 else 40
+	{Op: 0x0015, Jt: 0, Jf: 5, K: 0xa},          //  40: if A == 10 goto 41 else 46
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  41: A = args[1] (low word)
+	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xf},          //  42: A &= 0xf
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x3},          //  43: if A == 3 goto 45 else 44
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},          //  44: if A == 10 goto 45 else 46
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  45: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  46: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 158, K: 0x35},       //  47: if A == 53 goto 48 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  48: A = args[0] (low word)
+	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  49: if A == 1 goto 54 else 50
+	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  50: if A == 2 goto 54 else 51
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},          //  51: if A == 10 goto 54 else 52
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  52: if A == 16 goto 54 else 53
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  53: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  54: A = args[0] (low word)
-	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xff},         //  55: A &= 0xff
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  56: if A == 18 goto 57 else 58
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  57: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  58: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 6, K: 0x48},         //  59: if A == 72 goto 60 else 66
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  60: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  61: if A == 10 goto 62 else 65
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  62: A = args[2] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  63: if A == 18 goto 64 else 65
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  64: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  65: return ALLOW
-	{Op: 0x0015, Jt: 86, Jf: 0, K: 0x65},        //  66: if A == 101 goto 153 else 67
-	{Op: 0x0015, Jt: 85, Jf: 0, K: 0x67},        //  67: if A == 103 goto 153 else 68
-	{Op: 0x0015, Jt: 84, Jf: 83, K: 0x86},       //  68: if A == 134 goto 153 else 152
-	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x9d},         //  69: if A >= 157 goto 79 else 70
-	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  70: if A == 135 goto 71 else 76
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  71: A = args[0] (low word)
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  72: if A == 0 goto 75 else 73
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   //  73: if A == 0xffffffff goto 75 else 74
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  74: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  75: return ALLOW
-	{Op: 0x0015, Jt: 76, Jf: 0, K: 0x99},        //  76: if A == 153 goto 153 else 77
-	{Op: 0x0015, Jt: 75, Jf: 0, K: 0x9a},        //  77: if A == 154 goto 153 else 78
-	{Op: 0x0015, Jt: 74, Jf: 73, K: 0x9b},       //  78: if A == 155 goto 153 else 152
-	{Op: 0x0015, Jt: 0, Jf: 6, K: 0x9d},         //  79: if A == 157 goto 80 else 86
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  80: A = args[0] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0x1},          //  81: if A == 1 goto 82 else 85
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  82: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  83: if A == 18 goto 84 else 85
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  84: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  85: return ALLOW
-	{Op: 0x0015, Jt: 66, Jf: 0, K: 0x9f},        //  86: if A == 159 goto 153 else 87
-	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xa1},        //  87: if A == 161 goto 153 else 88
-	{Op: 0x0015, Jt: 64, Jf: 63, K: 0xa3},       //  88: if A == 163 goto 153 else 152
-	{Op: 0x0035, Jt: 9, Jf: 0, K: 0xaf},         //  89: if A >= 175 goto 99 else 90
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xa8},         //  90: if A >= 168 goto 95 else 91
-	{Op: 0x0015, Jt: 61, Jf: 0, K: 0xa4},        //  91: if A == 164 goto 153 else 92
-	{Op: 0x0015, Jt: 60, Jf: 0, K: 0xa5},        //  92: if A == 165 goto 153 else 93
-	{Op: 0x0015, Jt: 59, Jf: 0, K: 0xa6},        //  93: if A == 166 goto 153 else 94
-	{Op: 0x0015, Jt: 58, Jf: 57, K: 0xa7},       //  94: if A == 167 goto 153 else 152
-	{Op: 0x0015, Jt: 57, Jf: 0, K: 0xa8},        //  95: if A == 168 goto 153 else 96
-	{Op: 0x0015, Jt: 56, Jf: 0, K: 0xa9},        //  96: if A == 169 goto 153 else 97
-	{Op: 0x0015, Jt: 55, Jf: 0, K: 0xac},        //  97: if A == 172 goto 153 else 98
-	{Op: 0x0015, Jt: 54, Jf: 53, K: 0xad},       //  98: if A == 173 goto 153 else 152
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xd4},         //  99: if A >= 212 goto 104 else 100
-	{Op: 0x0015, Jt: 52, Jf: 0, K: 0xaf},        // 100: if A == 175 goto 153 else 101
-	{Op: 0x0015, Jt: 51, Jf: 0, K: 0xb0},        // 101: if A == 176 goto 153 else 102
-	{Op: 0x0015, Jt: 50, Jf: 0, K: 0xb3},        // 102: if A == 179 goto 153 else 103
-	{Op: 0x0015, Jt: 49, Jf: 48, K: 0xb4},       // 103: if A == 180 goto 153 else 152
-	{Op: 0x0015, Jt: 48, Jf: 0, K: 0xd4},        // 104: if A == 212 goto 153 else 105
-	{Op: 0x0015, Jt: 45, Jf: 0, K: 0xde},        // 105: if A == 222 goto 151 else 106
-	{Op: 0x0015, Jt: 46, Jf: 0, K: 0xe3},        // 106: if A == 227 goto 153 else 107
-	{Op: 0x0015, Jt: 43, Jf: 44, K: 0xf4},       // 107: if A == 244 goto 151 else 152
-	{Op: 0x0035, Jt: 23, Jf: 0, K: 0x141},       // 108: if A >= 321 goto 132 else 109
-	{Op: 0x0035, Jt: 13, Jf: 0, K: 0x130},       // 109: if A >= 304 goto 123 else 110
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x110},        // 110: if A >= 272 goto 115 else 111
-	{Op: 0x0015, Jt: 41, Jf: 0, K: 0xf6},        // 111: if A == 246 goto 153 else 112
-	{Op: 0x0015, Jt: 40, Jf: 0, K: 0xf8},        // 112: if A == 248 goto 153 else 113
-	{Op: 0x0015, Jt: 39, Jf: 0, K: 0xf9},        // 113: if A == 249 goto 153 else 114
-	{Op: 0x0015, Jt: 38, Jf: 37, K: 0xfa},       // 114: if A == 250 goto 153 else 152
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x110},        // 115: if A == 272 goto 116 else 120
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 116: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   // 117: if A & 0x7e020080 goto 118 else 119
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 118: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 119: return ALLOW
-	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x12a},       // 120: if A == 298 goto 153 else 121
-	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x12c},       // 121: if A == 300 goto 153 else 122
-	{Op: 0x0015, Jt: 30, Jf: 29, K: 0x12f},      // 122: if A == 303 goto 153 else 152
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x137},        // 123: if A >= 311 goto 128 else 124
-	{Op: 0x0015, Jt: 28, Jf: 0, K: 0x130},       // 124: if A == 304 goto 153 else 125
-	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x131},       // 125: if A == 305 goto 153 else 126
-	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x134},       // 126: if A == 308 goto 153 else 127
-	{Op: 0x0015, Jt: 25, Jf: 24, K: 0x136},      // 127: if A == 310 goto 153 else 152
-	{Op: 0x0015, Jt: 24, Jf: 0, K: 0x137},       // 128: if A == 311 goto 153 else 129
-	{Op: 0x0015, Jt: 23, Jf: 0, K: 0x138},       // 129: if A == 312 goto 153 else 130
-	{Op: 0x0015, Jt: 22, Jf: 0, K: 0x139},       // 130: if A == 313 goto 153 else 131
-	{Op: 0x0015, Jt: 21, Jf: 20, K: 0x140},      // 131: if A == 320 goto 153 else 152
-	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x1af},        // 132: if A >= 431 goto 142 else 133
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1ab},        // 133: if A >= 427 goto 138 else 134
-	{Op: 0x0015, Jt: 18, Jf: 0, K: 0x141},       // 134: if A == 321 goto 153 else 135
-	{Op: 0x0015, Jt: 17, Jf: 0, K: 0x143},       // 135: if A == 323 goto 153 else 136
-	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1a9},       // 136: if A == 425 goto 151 else 137
-	{Op: 0x0015, Jt: 13, Jf: 14, K: 0x1aa},      // 137: if A == 426 goto 151 else 152
-	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ab},       // 138: if A == 427 goto 151 else 139
-	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1ac},       // 139: if A == 428 goto 153 else 140
-	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1ad},       // 140: if A == 429 goto 153 else 141
-	{Op: 0x0015, Jt: 11, Jf: 10, K: 0x1ae},      // 141: if A == 430 goto 153 else 152
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1b6},        // 142: if A >= 438 goto 147 else 143
-	{Op: 0x0015, Jt: 9, Jf: 0, K: 0x1af},        // 143: if A == 431 goto 153 else 144
-	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1b0},        // 144: if A == 432 goto 153 else 145
-	{Op: 0x0015, Jt: 7, Jf: 0, K: 0x1b1},        // 145: if A == 433 goto 153 else 146
-	{Op: 0x0015, Jt: 4, Jf: 5, K: 0x1b3},        // 146: if A == 435 goto 151 else 152
-	{Op: 0x0015, Jt: 5, Jf: 0, K: 0x1b6},        // 147: if A == 438 goto 153 else 148
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1ba},        // 148: if A == 442 goto 153 else 149
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x1bb},        // 149: if A == 443 goto 153 else 150
-	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 150: if A == 467 goto 153 else 152
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 151: return ERRNO(38)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 152: return ALLOW
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  54: return ALLOW
+	{Op: 0x0035, Jt: 16, Jf: 0, K: 0x55},        //  55: if A >= 85 goto 72 else 56
+	{Op: 0x0015, Jt: 0, Jf: 8, K: 0x38},         //  56: if A == 56 goto 57 else 65
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  57: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000},   //  58: if A & 0x7e020000 goto 59 else 60
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  59: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  60: A = args[0] (low word)
+	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xff},         //  61: A &= 0xff
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  62: if A == 18 goto 63 else 64
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  63: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  64: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 140, K: 0x48},       //  65: if A == 72 goto 66 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  66: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  67: if A == 10 goto 68 else 71
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  68: A = args[2] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  69: if A == 18 goto 70 else 71
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  70: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  71: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x55},         //  72: if A == 85 goto 73 else 77
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  73: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  74: if A & 0xc00 goto 75 else 76
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  75: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  76: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x5a},         //  77: if A == 90 goto 78 else 82
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  78: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  79: if A & 0xc00 goto 80 else 81
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  80: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  81: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 123, K: 0x5b},       //  82: if A == 91 goto 83 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  83: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  84: if A & 0xc00 goto 85 else 86
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  85: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  86: return ALLOW
+	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x87},         //  87: if A >= 135 goto 96 else 88
+	{Op: 0x0015, Jt: 118, Jf: 0, K: 0x65},       //  88: if A == 101 goto 207 else 89
+	{Op: 0x0015, Jt: 117, Jf: 0, K: 0x67},       //  89: if A == 103 goto 207 else 90
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x85},         //  90: if A == 133 goto 91 else 95
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  91: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  92: if A & 0xc00 goto 93 else 94
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  93: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  94: return ALLOW
+	{Op: 0x0015, Jt: 111, Jf: 110, K: 0x86},     //  95: if A == 134 goto 207 else 206
+	{Op: 0x0035, Jt: 7, Jf: 0, K: 0x9a},         //  96: if A >= 154 goto 104 else 97
+	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  97: if A == 135 goto 98 else 103
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  98: A = args[0] (low word)
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  99: if A == 0 goto 102 else 100
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   // 100: if A == 0xffffffff goto 102 else 101
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 101: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 102: return ALLOW
+	{Op: 0x0015, Jt: 103, Jf: 102, K: 0x99},     // 103: if A == 153 goto 207 else 206
+	{Op: 0x0015, Jt: 102, Jf: 0, K: 0x9a},       // 104: if A == 154 goto 207 else 105
+	{Op: 0x0015, Jt: 101, Jf: 0, K: 0x9b},       // 105: if A == 155 goto 207 else 106
+	{Op: 0x0015, Jt: 0, Jf: 99, K: 0x9d},        // 106: if A == 157 goto 107 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 107: A = args[0] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0x1},          // 108: if A == 1 goto 109 else 112
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         // 109: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         // 110: if A == 18 goto 111 else 112
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 111: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 112: return ALLOW
+	{Op: 0x0035, Jt: 11, Jf: 0, K: 0xac},        // 113: if A >= 172 goto 125 else 114
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xa5},         // 114: if A >= 165 goto 119 else 115
+	{Op: 0x0015, Jt: 91, Jf: 0, K: 0x9f},        // 115: if A == 159 goto 207 else 116
+	{Op: 0x0015, Jt: 90, Jf: 0, K: 0xa1},        // 116: if A == 161 goto 207 else 117
+	{Op: 0x0015, Jt: 89, Jf: 0, K: 0xa3},        // 117: if A == 163 goto 207 else 118
+	{Op: 0x0015, Jt: 88, Jf: 87, K: 0xa4},       // 118: if A == 164 goto 207 else 206
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0xa7},         // 119: if A >= 167 goto 122 else 120
+	{Op: 0x0015, Jt: 86, Jf: 0, K: 0xa5},        // 120: if A == 165 goto 207 else 121
+	{Op: 0x0015, Jt: 85, Jf: 84, K: 0xa6},       // 121: if A == 166 goto 207 else 206
+	{Op: 0x0015, Jt: 84, Jf: 0, K: 0xa7},        // 122: if A == 167 goto 207 else 123
+	{Op: 0x0015, Jt: 83, Jf: 0, K: 0xa8},        // 123: if A == 168 goto 207 else 124
+	{Op: 0x0015, Jt: 82, Jf: 81, K: 0xa9},       // 124: if A == 169 goto 207 else 206
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xb3},         // 125: if A >= 179 goto 130 else 126
+	{Op: 0x0015, Jt: 80, Jf: 0, K: 0xac},        // 126: if A == 172 goto 207 else 127
+	{Op: 0x0015, Jt: 79, Jf: 0, K: 0xad},        // 127: if A == 173 goto 207 else 128
+	{Op: 0x0015, Jt: 78, Jf: 0, K: 0xaf},        // 128: if A == 175 goto 207 else 129
+	{Op: 0x0015, Jt: 77, Jf: 76, K: 0xb0},       // 129: if A == 176 goto 207 else 206
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0xd4},         // 130: if A >= 212 goto 133 else 131
+	{Op: 0x0015, Jt: 75, Jf: 0, K: 0xb3},        // 131: if A == 179 goto 207 else 132
+	{Op: 0x0015, Jt: 74, Jf: 73, K: 0xb4},       // 132: if A == 180 goto 207 else 206
+	{Op: 0x0015, Jt: 73, Jf: 0, K: 0xd4},        // 133: if A == 212 goto 207 else 134
+	{Op: 0x0015, Jt: 70, Jf: 0, K: 0xde},        // 134: if A == 222 goto 205 else 135
+	{Op: 0x0015, Jt: 71, Jf: 70, K: 0xe3},       // 135: if A == 227 goto 207 else 206
+	{Op: 0x0035, Jt: 39, Jf: 0, K: 0x139},       // 136: if A >= 313 goto 176 else 137
+	{Op: 0x0035, Jt: 27, Jf: 0, K: 0x12a},       // 137: if A >= 298 goto 165 else 138
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xfa},         // 138: if A >= 250 goto 143 else 139
+	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xf4},        // 139: if A == 244 goto 205 else 140
+	{Op: 0x0015, Jt: 66, Jf: 0, K: 0xf6},        // 140: if A == 246 goto 207 else 141
+	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xf8},        // 141: if A == 248 goto 207 else 142
+	{Op: 0x0015, Jt: 64, Jf: 63, K: 0xf9},       // 142: if A == 249 goto 207 else 206
+	{Op: 0x0035, Jt: 6, Jf: 0, K: 0x103},        // 143: if A >= 259 goto 150 else 144
+	{Op: 0x0015, Jt: 62, Jf: 0, K: 0xfa},        // 144: if A == 250 goto 207 else 145
+	{Op: 0x0015, Jt: 0, Jf: 60, K: 0x101},       // 145: if A == 257 goto 146 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x28},         // 146: A = args[3] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 147: if A & 0xc00 goto 148 else 149
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 148: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 149: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x103},        // 150: if A == 259 goto 151 else 155
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 151: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 152: if A & 0xc00 goto 153 else 154
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 153: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 154: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x10c},        // 155: if A == 268 goto 156 else 160
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 156: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 157: if A & 0xc00 goto 158 else 159
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 158: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 159: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 45, K: 0x110},       // 160: if A == 272 goto 161 else 206
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 161: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   // 162: if A & 0x7e020080 goto 163 else 164
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 163: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 164: return ALLOW
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x131},        // 165: if A >= 305 goto 170 else 166
+	{Op: 0x0015, Jt: 40, Jf: 0, K: 0x12a},       // 166: if A == 298 goto 207 else 167
+	{Op: 0x0015, Jt: 39, Jf: 0, K: 0x12c},       // 167: if A == 300 goto 207 else 168
+	{Op: 0x0015, Jt: 38, Jf: 0, K: 0x12f},       // 168: if A == 303 goto 207 else 169
+	{Op: 0x0015, Jt: 37, Jf: 36, K: 0x130},      // 169: if A == 304 goto 207 else 206
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x136},        // 170: if A >= 310 goto 173 else 171
+	{Op: 0x0015, Jt: 35, Jf: 0, K: 0x131},       // 171: if A == 305 goto 207 else 172
+	{Op: 0x0015, Jt: 34, Jf: 33, K: 0x134},      // 172: if A == 308 goto 207 else 206
+	{Op: 0x0015, Jt: 33, Jf: 0, K: 0x136},       // 173: if A == 310 goto 207 else 174
+	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x137},       // 174: if A == 311 goto 207 else 175
+	{Op: 0x0015, Jt: 31, Jf: 30, K: 0x138},      // 175: if A == 312 goto 207 else 206
+	{Op: 0x0035, Jt: 11, Jf: 0, K: 0x1ae},       // 176: if A >= 430 goto 188 else 177
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1a9},        // 177: if A >= 425 goto 182 else 178
+	{Op: 0x0015, Jt: 28, Jf: 0, K: 0x139},       // 178: if A == 313 goto 207 else 179
+	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x140},       // 179: if A == 320 goto 207 else 180
+	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x141},       // 180: if A == 321 goto 207 else 181
+	{Op: 0x0015, Jt: 25, Jf: 24, K: 0x143},      // 181: if A == 323 goto 207 else 206
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1ab},        // 182: if A >= 427 goto 185 else 183
+	{Op: 0x0015, Jt: 21, Jf: 0, K: 0x1a9},       // 183: if A == 425 goto 205 else 184
+	{Op: 0x0015, Jt: 20, Jf: 21, K: 0x1aa},      // 184: if A == 426 goto 205 else 206
+	{Op: 0x0015, Jt: 19, Jf: 0, K: 0x1ab},       // 185: if A == 427 goto 205 else 186
+	{Op: 0x0015, Jt: 20, Jf: 0, K: 0x1ac},       // 186: if A == 428 goto 207 else 187
+	{Op: 0x0015, Jt: 19, Jf: 18, K: 0x1ad},      // 187: if A == 429 goto 207 else 206
+	{Op: 0x0035, Jt: 6, Jf: 0, K: 0x1b6},        // 188: if A >= 438 goto 195 else 189
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1b0},        // 189: if A >= 432 goto 192 else 190
+	{Op: 0x0015, Jt: 16, Jf: 0, K: 0x1ae},       // 190: if A == 430 goto 207 else 191
+	{Op: 0x0015, Jt: 15, Jf: 14, K: 0x1af},      // 191: if A == 431 goto 207 else 206
+	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1b0},       // 192: if A == 432 goto 207 else 193
+	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1b1},       // 193: if A == 433 goto 207 else 194
+	{Op: 0x0015, Jt: 10, Jf: 11, K: 0x1b3},      // 194: if A == 435 goto 205 else 206
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1bb},        // 195: if A >= 443 goto 198 else 196
+	{Op: 0x0015, Jt: 10, Jf: 0, K: 0x1b6},       // 196: if A == 438 goto 207 else 197
+	{Op: 0x0015, Jt: 9, Jf: 8, K: 0x1ba},        // 197: if A == 442 goto 207 else 206
+	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1bb},        // 198: if A == 443 goto 207 else 199
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x1c4},        // 199: if A == 452 goto 200 else 204
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 200: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 201: if A & 0xc00 goto 202 else 203
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 202: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 203: return ALLOW
+	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 204: if A == 467 goto 207 else 206
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 205: return ERRNO(38)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 206: return ALLOW
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 207: return ERRNO(1)
 }

@@ -105,6 +105,8 @@ func Rules() []Rule {
 	return out
 }
 
+const whySetid = "a set-user-ID or set-group-ID bit makes a program that runs with its owner's rights: root's, when moat runs as root"
+
 // Linux ABI constants the table needs, spelled out so the generator builds on every GOOS
 // (include/uapi; identical on amd64 and arm64; cross-checked against x/sys/unix on Linux).
 const (
@@ -132,10 +134,11 @@ const (
 	tioclinux = 0x541c // TIOCLINUX
 	tiocsetd  = 0x5423 // TIOCSETD
 
-	sigcont        = 18   // SIGCONT
-	fSetsig        = 10   // F_SETSIG: the signal an fd's I/O readiness sends (O_ASYNC, leases, dnotify)
-	prSetPdeathsig = 1    // PR_SET_PDEATHSIG
-	cloneCSignal   = 0xff // CSIGNAL: clone's exit signal, sent to the parent when the child ends
+	modeSetid      = 0o6000 // S_ISUID | S_ISGID
+	sigcont        = 18     // SIGCONT
+	fSetsig        = 10     // F_SETSIG: the signal an fd's I/O readiness sends (O_ASYNC, leases, dnotify)
+	prSetPdeathsig = 1      // PR_SET_PDEATHSIG
+	cloneCSignal   = 0xff   // CSIGNAL: clone's exit signal, sent to the parent when the child ends
 
 	perLinux = 0          // PER_LINUX
 	perQuery = 0xffffffff // personality(0xffffffff) reports the persona without changing it
@@ -236,6 +239,20 @@ var table = []Rule{
 		Reason: "TIOCLINUX can paste the console selection into the terminal's input"},
 	{Syscall: "ioctl", Args: []ArgMatch{{Index: 1, Op: In, Values: []uint32{tiocsetd}}}, Errno: EPERM,
 		Reason: "TIOCSETD switches the tty line discipline into rarely used kernel code (n_gsm, n_hdlc) with an exploit record"},
+
+	// Set-user-ID and set-group-ID bits: the command, run by root, could leave a
+	// setuid-root program in the workspace for any local user to run (in the direct
+	// mode, on any file root owns); run by a user, a setgid program of the user's
+	// groups. Making one (chmod, or a mode at creation) is refused.
+	{Syscall: "chmod", Args: []ArgMatch{{Index: 1, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "fchmod", Args: []ArgMatch{{Index: 1, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "fchmodat", Args: []ArgMatch{{Index: 2, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "fchmodat2", Args: []ArgMatch{{Index: 2, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "open", Args: []ArgMatch{{Index: 2, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "openat", Args: []ArgMatch{{Index: 3, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "creat", Args: []ArgMatch{{Index: 1, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "mknod", Args: []ArgMatch{{Index: 1, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
+	{Syscall: "mknodat", Args: []ArgMatch{{Index: 2, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
 
 	// SIGCONT from the kernel. moat stops every process of the sandbox (SIGSTOP) while
 	// it asks at the terminal and while the command is stopped (Ctrl-Z) and the shell
