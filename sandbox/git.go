@@ -99,6 +99,28 @@ func gitControlFiles(workTree string) []gitFile {
 	if !ok {
 		return nil
 	}
+	return gitDirControlFiles(gd, workTree)
+}
+
+// isBareRepo says whether dir is a git dir of its own (a bare repository, or
+// one git would take for one): HEAD, objects/ and refs/ in it.
+func isBareRepo(dir string) bool {
+	for _, e := range []struct {
+		name string
+		dir  bool
+	}{{"HEAD", false}, {"objects", true}, {"refs", true}} {
+		fi, err := os.Lstat(filepath.Join(dir, e.name))
+		if err != nil || fi.IsDir() != e.dir {
+			return false
+		}
+	}
+	return true
+}
+
+// gitDirControlFiles is gitControlFiles for the git dir gd, whose work tree is
+// workTree (for a bare repository, gd itself: git runs its hooks, and takes a
+// relative core.hooksPath, from there).
+func gitDirControlFiles(gd, workTree string) []gitFile {
 	var out []gitFile
 	seen := map[string]bool{}
 	add := func(f gitFile) {

@@ -126,14 +126,14 @@ func TestScanNested(t *testing.T) {
 		}
 	}
 	table := map[string]policy.Protected{".vscode": {Name: ".vscode", Dir: true}}
-	repos, found := scanNested(nil, ws, 3, table)
+	repos, _, found := scanNested(nil, ws, 3, table)
 	if want := []string{ws + "/a", ws + "/a/b/c"}; !slices.Equal(repos, want) {
 		t.Errorf("repos %q, want %q (depth 3; node_modules skipped; the root itself is not nested)", repos, want)
 	}
 	if _, ok := found[ws+"/src/.vscode"]; !ok || len(found) != 1 {
 		t.Errorf("found %v, want src/.vscode only", found)
 	}
-	if repos, _ := scanNested(nil, ws, 0, table); len(repos) != 0 {
+	if repos, _, _ := scanNested(nil, ws, 0, table); len(repos) != 0 {
 		t.Errorf("depth 0 found %q", repos)
 	}
 }

@@ -538,7 +538,7 @@ func (p *planner) protect() error {
 				return err
 			}
 		}
-		repos, found := scanNested(p.dirs, root, p.pol.ProtectedDepth, workspace)
+		repos, bares, found := scanNested(p.dirs, root, p.pol.ProtectedDepth, workspace)
 		for path, prot := range found {
 			if err := p.protectOne(root, path, prot); err != nil {
 				return err
@@ -554,6 +554,25 @@ func (p *planner) protect() error {
 			prot.Name, prot.Dir, prot.Reason = ".git", true, "a new .git would carry a config and hooks the sandbox chose"
 			if err := p.protectOne(root, filepath.Join(root, ".git"), prot); err != nil {
 				return err
+			}
+		}
+		if config != nil {
+			for _, gd := range bares {
+				if w, ok := watchGitLinks(gd); ok && p.writable(gd) {
+					p.gitLinks = append(p.gitLinks, w)
+				}
+				for _, gf := range gitDirControlFiles(gd, gd) {
+					prot := config
+					if gf.hooks {
+						prot = hooks
+					}
+					if prot == nil {
+						continue
+					}
+					if err := p.protectPath(root, gf.path, gf.dir, &gf.placeholder, "protected: a bare repository's "+gf.reason); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		for _, wt := range append([]string{root}, repos...) {
@@ -598,12 +617,25 @@ func (p *planner) protect() error {
 
 // scanNested walks root down to depth levels and returns the work trees of nested
 // git repositories and the existing entries named in the workspace table.
-func scanNested(dirs *dirCache, root string, depth int, table map[string]policy.Protected) (repos []string, found map[string]policy.Protected) {
+func scanNested(dirs *dirCache, root string, depth int, table map[string]policy.Protected) (repos, bares []string, found map[string]policy.Protected) {
 	found = map[string]policy.Protected{}
 	var walk func(dir string, level int)
 	walk = func(dir string, level int) {
 		ents, err := dirs.readDir(dir)
 		if err != nil {
+			return
+		}
+		// A bare repository (HEAD, objects/, refs/): its hooks and config run on a
+		// push to it; nothing below it is a work tree.
+		layout := 0
+		for _, e := range ents {
+			switch {
+			case e.Name() == "HEAD" && e.Type().IsRegular(), (e.Name() == "objects" || e.Name() == "refs") && e.IsDir():
+				layout++
+			}
+		}
+		if layout == 3 {
+			bares = append(bares, dir)
 			return
 		}
 		for _, e := range ents {
@@ -628,7 +660,7 @@ func scanNested(dirs *dirCache, root string, depth int, table map[string]policy.
 		walk(root, 0)
 	}
 	sort.Strings(repos)
-	return repos, found
+	return repos, bares, found
 }
 
 // protectMissing covers denyWrite paths that don't exist yet, inside a writable

@@ -46,6 +46,7 @@ var directEscapes = []string{
 	"git_redirects",
 	"git_dir_links",
 	"dangling_protected_links",
+	"writable_home_autorun",
 	"rule_paths",
 	"inherited_descriptors",
 	"socket_stdio",

@@ -2,6 +2,7 @@ package escape_test
 
 import (
 	"github.com/moat-sandbox/moat/internal/testmoat"
+	"github.com/moat-sandbox/moat/policy"
 	"os"
 	"path/filepath"
 	"slices"
@@ -568,6 +569,39 @@ echo ok > normal
 		}
 		checkNotPwned(t, pwn)
 	})
+}
+
+// testWritableHomeAutorun: with the home directory writable, the places that
+// run code on their own later (a .pth file in the user site-packages, a vim
+// plugin, a file on PATH in ~/.local/bin or ~/.cargo/bin) stay read-only, and a
+// write elsewhere in home lands. Judged by the files on the host.
+func testWritableHomeAutorun(t *testing.T) {
+	b := newBox(t)
+	pol, err := policy.Compile(nil, policy.Flags{}, policy.Env{Cwd: b.ws, Home: b.home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pol.Protected {
+		if p.Where == policy.WhereHome && !p.Dir && !testmoat.Exists(filepath.Join(b.home, p.Name)) {
+			// Missing home files can't be covered: moat refuses to run until they exist.
+			writeFile(t, filepath.Join(b.home, p.Name), "", 0o644)
+		}
+	}
+	planted := []string{".local/lib/python3/site-packages/evil.pth", ".vim/plugin/evil.vim", ".local/bin/git", ".cargo/bin/ls",
+		".local/share/nvim/site/pack/x/start/evil/plugin/evil.lua", ".config/tmux/tmux.conf"}
+	script := ""
+	for _, p := range planted {
+		script += "mkdir -p " + shq(filepath.Dir(filepath.Join(b.home, p))) + " 2>/dev/null; echo pwn > " + shq(filepath.Join(b.home, p)) + " 2>/dev/null\n"
+	}
+	r := b.run(opts{flags: []string{"--allow-write", b.home}, script: script + "echo ok > " + shq(filepath.Join(b.home, "notes.txt"))})
+	if testmoat.ReadFile(t, filepath.Join(b.home, "notes.txt")) != "ok\n" {
+		t.Fatalf("control: a write in the writable home did not land:\n%s", r)
+	}
+	for _, p := range planted {
+		if testmoat.Exists(filepath.Join(b.home, p)) {
+			t.Errorf("~/%s exists on the host after the run:\n%s", p, r)
+		}
+	}
 }
 
 // testDanglingProtectedLinks: a protected name that is already, before the

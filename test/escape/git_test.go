@@ -89,6 +89,27 @@ echo ok > normal
 		checkNotPwned(t, pwn)
 	})
 
+	// A bare repository inside the workspace (a local remote made before the
+	// run): git runs its hooks on a push to it, and reads its config.
+	t.Run("bare_repo_in_workspace", func(t *testing.T) {
+		t.Parallel()
+		b := newBox(t)
+		gitInitCommit(b, b.ws)
+		b.git(b.ws, "clone", "-q", "--bare", ".", "remote.git")
+		pwn, env := payloadEnv(b)
+		r := b.run(opts{env: env, script: `for h in pre-receive update post-receive post-update; do
+	printf '%s' "$HOOK" > remote.git/hooks/$h; chmod +x remote.git/hooks/$h
+done
+git -C remote.git config core.fsmonitor "$FSMON"
+echo ok > normal
+`})
+		if testmoat.ReadFile(t, filepath.Join(b.ws, "normal")) != "ok\n" {
+			t.Fatalf("control: a write in the work tree did not land on the host:\n%s", r)
+		}
+		b.host(b.ws, nil, "git", "push", "-q", "remote.git", "HEAD:refs/heads/users-push")
+		checkNotPwned(t, pwn)
+	})
+
 	// A submodule's work tree has a .git file naming .git/modules/<name>; git
 	// status in the superproject looks into the submodule with its own config.
 	t.Run("submodule_gitfile", func(t *testing.T) {

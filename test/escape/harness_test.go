@@ -253,6 +253,7 @@ func TestEscape(t *testing.T) {
 		{"git_redirects", testGitRedirects},
 		{"git_dir_links", testGitDirLinks},
 		{"dangling_protected_links", testDanglingProtectedLinks},
+		{"writable_home_autorun", testWritableHomeAutorun},
 		{"rule_paths", testRulePaths},
 		{"inherited_descriptors", testInheritedFDs},
 		{"socket_stdio", testSocketStdio},
