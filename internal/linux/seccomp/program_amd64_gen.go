@@ -5,16 +5,16 @@ package seccomp
 
 import "golang.org/x/net/bpf"
 
-// programAMD64 is [Program]("amd64"): 208 instructions.
+// programAMD64 is [Program]("amd64"): 184 instructions.
 var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x4},          //   0: A = arch
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xc000003e},   //   1: if A == 0xc000003e goto 3 else 2
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x80000000},   //   2: return KILL_PROCESS
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x0},          //   3: A = nr
-	{Op: 0x0045, Jt: 200, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 205 else 5
-	{Op: 0x0035, Jt: 130, Jf: 0, K: 0xf4},       //   5: if A >= 244 goto 136 else 6
-	{Op: 0x0035, Jt: 106, Jf: 0, K: 0x9f},       //   6: if A >= 159 goto 113 else 7
-	{Op: 0x0035, Jt: 79, Jf: 0, K: 0x65},        //   7: if A >= 101 goto 87 else 8
+	{Op: 0x0045, Jt: 176, Jf: 0, K: 0x40000000}, //   4: if A & 0x40000000 goto 181 else 5
+	{Op: 0x0035, Jt: 110, Jf: 0, K: 0xf8},       //   5: if A >= 248 goto 116 else 6
+	{Op: 0x0035, Jt: 88, Jf: 0, K: 0xa1},        //   6: if A >= 161 goto 95 else 7
+	{Op: 0x0035, Jt: 67, Jf: 0, K: 0x65},        //   7: if A >= 101 goto 75 else 8
 	{Op: 0x0035, Jt: 46, Jf: 0, K: 0x38},        //   8: if A >= 56 goto 55 else 9
 	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x2},          //   9: if A == 2 goto 10 else 14
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  10: A = args[2] (low word)
@@ -54,7 +54,7 @@ var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},          //  44: if A == 10 goto 45 else 46
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  45: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  46: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 158, K: 0x35},       //  47: if A == 53 goto 48 else 206
+	{Op: 0x0015, Jt: 0, Jf: 134, K: 0x35},       //  47: if A == 53 goto 48 else 182
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  48: A = args[0] (low word)
 	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},          //  49: if A == 1 goto 54 else 50
 	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},          //  50: if A == 2 goto 54 else 51
@@ -62,157 +62,133 @@ var programAMD64 = []bpf.RawInstruction{
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},         //  52: if A == 16 goto 54 else 53
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  53: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  54: return ALLOW
-	{Op: 0x0035, Jt: 16, Jf: 0, K: 0x55},        //  55: if A >= 85 goto 72 else 56
-	{Op: 0x0015, Jt: 0, Jf: 8, K: 0x38},         //  56: if A == 56 goto 57 else 65
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  57: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000},   //  58: if A & 0x7e020000 goto 59 else 60
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  59: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  60: A = args[0] (low word)
-	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xff},         //  61: A &= 0xff
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  62: if A == 18 goto 63 else 64
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x38},         //  55: if A == 56 goto 56 else 60
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  56: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000},   //  57: if A & 0x7e020000 goto 58 else 59
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  58: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  59: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x55},         //  60: if A == 85 goto 61 else 65
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  61: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  62: if A & 0xc00 goto 63 else 64
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  63: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  64: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 140, K: 0x48},       //  65: if A == 72 goto 66 else 206
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x5a},         //  65: if A == 90 goto 66 else 70
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  66: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},          //  67: if A == 10 goto 68 else 71
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         //  68: A = args[2] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         //  69: if A == 18 goto 70 else 71
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  70: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  71: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x55},         //  72: if A == 85 goto 73 else 77
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  73: A = args[1] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  74: if A & 0xc00 goto 75 else 76
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  75: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  76: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x5a},         //  77: if A == 90 goto 78 else 82
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  78: A = args[1] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  79: if A & 0xc00 goto 80 else 81
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  80: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  81: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 123, K: 0x5b},       //  82: if A == 91 goto 83 else 206
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  83: A = args[1] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  84: if A & 0xc00 goto 85 else 86
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  85: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  86: return ALLOW
-	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x87},         //  87: if A >= 135 goto 96 else 88
-	{Op: 0x0015, Jt: 118, Jf: 0, K: 0x65},       //  88: if A == 101 goto 207 else 89
-	{Op: 0x0015, Jt: 117, Jf: 0, K: 0x67},       //  89: if A == 103 goto 207 else 90
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x85},         //  90: if A == 133 goto 91 else 95
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  91: A = args[1] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  92: if A & 0xc00 goto 93 else 94
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  93: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  94: return ALLOW
-	{Op: 0x0015, Jt: 111, Jf: 110, K: 0x86},     //  95: if A == 134 goto 207 else 206
-	{Op: 0x0035, Jt: 7, Jf: 0, K: 0x9a},         //  96: if A >= 154 goto 104 else 97
-	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  97: if A == 135 goto 98 else 103
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  98: A = args[0] (low word)
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  99: if A == 0 goto 102 else 100
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   // 100: if A == 0xffffffff goto 102 else 101
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 101: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 102: return ALLOW
-	{Op: 0x0015, Jt: 103, Jf: 102, K: 0x99},     // 103: if A == 153 goto 207 else 206
-	{Op: 0x0015, Jt: 102, Jf: 0, K: 0x9a},       // 104: if A == 154 goto 207 else 105
-	{Op: 0x0015, Jt: 101, Jf: 0, K: 0x9b},       // 105: if A == 155 goto 207 else 106
-	{Op: 0x0015, Jt: 0, Jf: 99, K: 0x9d},        // 106: if A == 157 goto 107 else 206
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 107: A = args[0] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0x1},          // 108: if A == 1 goto 109 else 112
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         // 109: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},         // 110: if A == 18 goto 111 else 112
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 111: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 112: return ALLOW
-	{Op: 0x0035, Jt: 11, Jf: 0, K: 0xac},        // 113: if A >= 172 goto 125 else 114
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xa5},         // 114: if A >= 165 goto 119 else 115
-	{Op: 0x0015, Jt: 91, Jf: 0, K: 0x9f},        // 115: if A == 159 goto 207 else 116
-	{Op: 0x0015, Jt: 90, Jf: 0, K: 0xa1},        // 116: if A == 161 goto 207 else 117
-	{Op: 0x0015, Jt: 89, Jf: 0, K: 0xa3},        // 117: if A == 163 goto 207 else 118
-	{Op: 0x0015, Jt: 88, Jf: 87, K: 0xa4},       // 118: if A == 164 goto 207 else 206
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0xa7},         // 119: if A >= 167 goto 122 else 120
-	{Op: 0x0015, Jt: 86, Jf: 0, K: 0xa5},        // 120: if A == 165 goto 207 else 121
-	{Op: 0x0015, Jt: 85, Jf: 84, K: 0xa6},       // 121: if A == 166 goto 207 else 206
-	{Op: 0x0015, Jt: 84, Jf: 0, K: 0xa7},        // 122: if A == 167 goto 207 else 123
-	{Op: 0x0015, Jt: 83, Jf: 0, K: 0xa8},        // 123: if A == 168 goto 207 else 124
-	{Op: 0x0015, Jt: 82, Jf: 81, K: 0xa9},       // 124: if A == 169 goto 207 else 206
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xb3},         // 125: if A >= 179 goto 130 else 126
-	{Op: 0x0015, Jt: 80, Jf: 0, K: 0xac},        // 126: if A == 172 goto 207 else 127
-	{Op: 0x0015, Jt: 79, Jf: 0, K: 0xad},        // 127: if A == 173 goto 207 else 128
-	{Op: 0x0015, Jt: 78, Jf: 0, K: 0xaf},        // 128: if A == 175 goto 207 else 129
-	{Op: 0x0015, Jt: 77, Jf: 76, K: 0xb0},       // 129: if A == 176 goto 207 else 206
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0xd4},         // 130: if A >= 212 goto 133 else 131
-	{Op: 0x0015, Jt: 75, Jf: 0, K: 0xb3},        // 131: if A == 179 goto 207 else 132
-	{Op: 0x0015, Jt: 74, Jf: 73, K: 0xb4},       // 132: if A == 180 goto 207 else 206
-	{Op: 0x0015, Jt: 73, Jf: 0, K: 0xd4},        // 133: if A == 212 goto 207 else 134
-	{Op: 0x0015, Jt: 70, Jf: 0, K: 0xde},        // 134: if A == 222 goto 205 else 135
-	{Op: 0x0015, Jt: 71, Jf: 70, K: 0xe3},       // 135: if A == 227 goto 207 else 206
-	{Op: 0x0035, Jt: 39, Jf: 0, K: 0x139},       // 136: if A >= 313 goto 176 else 137
-	{Op: 0x0035, Jt: 27, Jf: 0, K: 0x12a},       // 137: if A >= 298 goto 165 else 138
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xfa},         // 138: if A >= 250 goto 143 else 139
-	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xf4},        // 139: if A == 244 goto 205 else 140
-	{Op: 0x0015, Jt: 66, Jf: 0, K: 0xf6},        // 140: if A == 246 goto 207 else 141
-	{Op: 0x0015, Jt: 65, Jf: 0, K: 0xf8},        // 141: if A == 248 goto 207 else 142
-	{Op: 0x0015, Jt: 64, Jf: 63, K: 0xf9},       // 142: if A == 249 goto 207 else 206
-	{Op: 0x0035, Jt: 6, Jf: 0, K: 0x103},        // 143: if A >= 259 goto 150 else 144
-	{Op: 0x0015, Jt: 62, Jf: 0, K: 0xfa},        // 144: if A == 250 goto 207 else 145
-	{Op: 0x0015, Jt: 0, Jf: 60, K: 0x101},       // 145: if A == 257 goto 146 else 206
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x28},         // 146: A = args[3] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 147: if A & 0xc00 goto 148 else 149
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 148: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 149: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x103},        // 150: if A == 259 goto 151 else 155
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 151: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 152: if A & 0xc00 goto 153 else 154
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 153: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 154: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x10c},        // 155: if A == 268 goto 156 else 160
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 156: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 157: if A & 0xc00 goto 158 else 159
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 158: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 159: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 45, K: 0x110},       // 160: if A == 272 goto 161 else 206
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 161: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   // 162: if A & 0x7e020080 goto 163 else 164
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 163: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 164: return ALLOW
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x131},        // 165: if A >= 305 goto 170 else 166
-	{Op: 0x0015, Jt: 40, Jf: 0, K: 0x12a},       // 166: if A == 298 goto 207 else 167
-	{Op: 0x0015, Jt: 39, Jf: 0, K: 0x12c},       // 167: if A == 300 goto 207 else 168
-	{Op: 0x0015, Jt: 38, Jf: 0, K: 0x12f},       // 168: if A == 303 goto 207 else 169
-	{Op: 0x0015, Jt: 37, Jf: 36, K: 0x130},      // 169: if A == 304 goto 207 else 206
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x136},        // 170: if A >= 310 goto 173 else 171
-	{Op: 0x0015, Jt: 35, Jf: 0, K: 0x131},       // 171: if A == 305 goto 207 else 172
-	{Op: 0x0015, Jt: 34, Jf: 33, K: 0x134},      // 172: if A == 308 goto 207 else 206
-	{Op: 0x0015, Jt: 33, Jf: 0, K: 0x136},       // 173: if A == 310 goto 207 else 174
-	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x137},       // 174: if A == 311 goto 207 else 175
-	{Op: 0x0015, Jt: 31, Jf: 30, K: 0x138},      // 175: if A == 312 goto 207 else 206
-	{Op: 0x0035, Jt: 11, Jf: 0, K: 0x1ae},       // 176: if A >= 430 goto 188 else 177
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1a9},        // 177: if A >= 425 goto 182 else 178
-	{Op: 0x0015, Jt: 28, Jf: 0, K: 0x139},       // 178: if A == 313 goto 207 else 179
-	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x140},       // 179: if A == 320 goto 207 else 180
-	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x141},       // 180: if A == 321 goto 207 else 181
-	{Op: 0x0015, Jt: 25, Jf: 24, K: 0x143},      // 181: if A == 323 goto 207 else 206
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1ab},        // 182: if A >= 427 goto 185 else 183
-	{Op: 0x0015, Jt: 21, Jf: 0, K: 0x1a9},       // 183: if A == 425 goto 205 else 184
-	{Op: 0x0015, Jt: 20, Jf: 21, K: 0x1aa},      // 184: if A == 426 goto 205 else 206
-	{Op: 0x0015, Jt: 19, Jf: 0, K: 0x1ab},       // 185: if A == 427 goto 205 else 186
-	{Op: 0x0015, Jt: 20, Jf: 0, K: 0x1ac},       // 186: if A == 428 goto 207 else 187
-	{Op: 0x0015, Jt: 19, Jf: 18, K: 0x1ad},      // 187: if A == 429 goto 207 else 206
-	{Op: 0x0035, Jt: 6, Jf: 0, K: 0x1b6},        // 188: if A >= 438 goto 195 else 189
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1b0},        // 189: if A >= 432 goto 192 else 190
-	{Op: 0x0015, Jt: 16, Jf: 0, K: 0x1ae},       // 190: if A == 430 goto 207 else 191
-	{Op: 0x0015, Jt: 15, Jf: 14, K: 0x1af},      // 191: if A == 431 goto 207 else 206
-	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1b0},       // 192: if A == 432 goto 207 else 193
-	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1b1},       // 193: if A == 433 goto 207 else 194
-	{Op: 0x0015, Jt: 10, Jf: 11, K: 0x1b3},      // 194: if A == 435 goto 205 else 206
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1bb},        // 195: if A >= 443 goto 198 else 196
-	{Op: 0x0015, Jt: 10, Jf: 0, K: 0x1b6},       // 196: if A == 438 goto 207 else 197
-	{Op: 0x0015, Jt: 9, Jf: 8, K: 0x1ba},        // 197: if A == 442 goto 207 else 206
-	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1bb},        // 198: if A == 443 goto 207 else 199
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x1c4},        // 199: if A == 452 goto 200 else 204
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 200: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 201: if A & 0xc00 goto 202 else 203
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 202: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 203: return ALLOW
-	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 204: if A == 467 goto 207 else 206
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 205: return ERRNO(38)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 206: return ALLOW
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 207: return ERRNO(1)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  67: if A & 0xc00 goto 68 else 69
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  68: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  69: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 111, K: 0x5b},       //  70: if A == 91 goto 71 else 182
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  71: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  72: if A & 0xc00 goto 73 else 74
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  73: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  74: return ALLOW
+	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x87},         //  75: if A >= 135 goto 84 else 76
+	{Op: 0x0015, Jt: 106, Jf: 0, K: 0x65},       //  76: if A == 101 goto 183 else 77
+	{Op: 0x0015, Jt: 105, Jf: 0, K: 0x67},       //  77: if A == 103 goto 183 else 78
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x85},         //  78: if A == 133 goto 79 else 83
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},         //  79: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        //  80: if A & 0xc00 goto 81 else 82
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  81: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  82: return ALLOW
+	{Op: 0x0015, Jt: 99, Jf: 98, K: 0x86},       //  83: if A == 134 goto 183 else 182
+	{Op: 0x0035, Jt: 7, Jf: 0, K: 0x9a},         //  84: if A >= 154 goto 92 else 85
+	{Op: 0x0015, Jt: 0, Jf: 5, K: 0x87},         //  85: if A == 135 goto 86 else 91
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         //  86: A = args[0] (low word)
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},          //  87: if A == 0 goto 90 else 88
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff},   //  88: if A == 0xffffffff goto 90 else 89
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      //  89: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   //  90: return ALLOW
+	{Op: 0x0015, Jt: 91, Jf: 90, K: 0x99},       //  91: if A == 153 goto 183 else 182
+	{Op: 0x0015, Jt: 90, Jf: 0, K: 0x9a},        //  92: if A == 154 goto 183 else 93
+	{Op: 0x0015, Jt: 89, Jf: 0, K: 0x9b},        //  93: if A == 155 goto 183 else 94
+	{Op: 0x0015, Jt: 88, Jf: 87, K: 0x9f},       //  94: if A == 159 goto 183 else 182
+	{Op: 0x0035, Jt: 9, Jf: 0, K: 0xac},         //  95: if A >= 172 goto 105 else 96
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xa6},         //  96: if A >= 166 goto 101 else 97
+	{Op: 0x0015, Jt: 85, Jf: 0, K: 0xa1},        //  97: if A == 161 goto 183 else 98
+	{Op: 0x0015, Jt: 84, Jf: 0, K: 0xa3},        //  98: if A == 163 goto 183 else 99
+	{Op: 0x0015, Jt: 83, Jf: 0, K: 0xa4},        //  99: if A == 164 goto 183 else 100
+	{Op: 0x0015, Jt: 82, Jf: 81, K: 0xa5},       // 100: if A == 165 goto 183 else 182
+	{Op: 0x0015, Jt: 81, Jf: 0, K: 0xa6},        // 101: if A == 166 goto 183 else 102
+	{Op: 0x0015, Jt: 80, Jf: 0, K: 0xa7},        // 102: if A == 167 goto 183 else 103
+	{Op: 0x0015, Jt: 79, Jf: 0, K: 0xa8},        // 103: if A == 168 goto 183 else 104
+	{Op: 0x0015, Jt: 78, Jf: 77, K: 0xa9},       // 104: if A == 169 goto 183 else 182
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0xb3},         // 105: if A >= 179 goto 110 else 106
+	{Op: 0x0015, Jt: 76, Jf: 0, K: 0xac},        // 106: if A == 172 goto 183 else 107
+	{Op: 0x0015, Jt: 75, Jf: 0, K: 0xad},        // 107: if A == 173 goto 183 else 108
+	{Op: 0x0015, Jt: 74, Jf: 0, K: 0xaf},        // 108: if A == 175 goto 183 else 109
+	{Op: 0x0015, Jt: 73, Jf: 72, K: 0xb0},       // 109: if A == 176 goto 183 else 182
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0xd4},         // 110: if A >= 212 goto 113 else 111
+	{Op: 0x0015, Jt: 71, Jf: 0, K: 0xb3},        // 111: if A == 179 goto 183 else 112
+	{Op: 0x0015, Jt: 70, Jf: 69, K: 0xb4},       // 112: if A == 180 goto 183 else 182
+	{Op: 0x0015, Jt: 69, Jf: 0, K: 0xd4},        // 113: if A == 212 goto 183 else 114
+	{Op: 0x0015, Jt: 68, Jf: 0, K: 0xe3},        // 114: if A == 227 goto 183 else 115
+	{Op: 0x0015, Jt: 67, Jf: 66, K: 0xf6},       // 115: if A == 246 goto 183 else 182
+	{Op: 0x0035, Jt: 37, Jf: 0, K: 0x140},       // 116: if A >= 320 goto 154 else 117
+	{Op: 0x0035, Jt: 25, Jf: 0, K: 0x12c},       // 117: if A >= 300 goto 143 else 118
+	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x103},        // 118: if A >= 259 goto 127 else 119
+	{Op: 0x0015, Jt: 63, Jf: 0, K: 0xf8},        // 119: if A == 248 goto 183 else 120
+	{Op: 0x0015, Jt: 62, Jf: 0, K: 0xf9},        // 120: if A == 249 goto 183 else 121
+	{Op: 0x0015, Jt: 61, Jf: 0, K: 0xfa},        // 121: if A == 250 goto 183 else 122
+	{Op: 0x0015, Jt: 0, Jf: 59, K: 0x101},       // 122: if A == 257 goto 123 else 182
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x28},         // 123: A = args[3] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 124: if A & 0xc00 goto 125 else 126
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 125: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 126: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x103},        // 127: if A == 259 goto 128 else 132
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 128: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 129: if A & 0xc00 goto 130 else 131
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 130: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 131: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x10c},        // 132: if A == 268 goto 133 else 137
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 133: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 134: if A & 0xc00 goto 135 else 136
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 135: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 136: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x110},        // 137: if A == 272 goto 138 else 142
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},         // 138: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080},   // 139: if A & 0x7e020080 goto 140 else 141
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 140: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 141: return ALLOW
+	{Op: 0x0015, Jt: 40, Jf: 39, K: 0x12a},      // 142: if A == 298 goto 183 else 182
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x134},        // 143: if A >= 308 goto 148 else 144
+	{Op: 0x0015, Jt: 38, Jf: 0, K: 0x12c},       // 144: if A == 300 goto 183 else 145
+	{Op: 0x0015, Jt: 37, Jf: 0, K: 0x12f},       // 145: if A == 303 goto 183 else 146
+	{Op: 0x0015, Jt: 36, Jf: 0, K: 0x130},       // 146: if A == 304 goto 183 else 147
+	{Op: 0x0015, Jt: 35, Jf: 34, K: 0x131},      // 147: if A == 305 goto 183 else 182
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x137},        // 148: if A >= 311 goto 151 else 149
+	{Op: 0x0015, Jt: 33, Jf: 0, K: 0x134},       // 149: if A == 308 goto 183 else 150
+	{Op: 0x0015, Jt: 32, Jf: 31, K: 0x136},      // 150: if A == 310 goto 183 else 182
+	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x137},       // 151: if A == 311 goto 183 else 152
+	{Op: 0x0015, Jt: 30, Jf: 0, K: 0x138},       // 152: if A == 312 goto 183 else 153
+	{Op: 0x0015, Jt: 29, Jf: 28, K: 0x139},      // 153: if A == 313 goto 183 else 182
+	{Op: 0x0035, Jt: 11, Jf: 0, K: 0x1af},       // 154: if A >= 431 goto 166 else 155
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1aa},        // 155: if A >= 426 goto 160 else 156
+	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x140},       // 156: if A == 320 goto 183 else 157
+	{Op: 0x0015, Jt: 25, Jf: 0, K: 0x141},       // 157: if A == 321 goto 183 else 158
+	{Op: 0x0015, Jt: 24, Jf: 0, K: 0x143},       // 158: if A == 323 goto 183 else 159
+	{Op: 0x0015, Jt: 21, Jf: 22, K: 0x1a9},      // 159: if A == 425 goto 181 else 182
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1ac},        // 160: if A >= 428 goto 163 else 161
+	{Op: 0x0015, Jt: 19, Jf: 0, K: 0x1aa},       // 161: if A == 426 goto 181 else 162
+	{Op: 0x0015, Jt: 18, Jf: 19, K: 0x1ab},      // 162: if A == 427 goto 181 else 182
+	{Op: 0x0015, Jt: 19, Jf: 0, K: 0x1ac},       // 163: if A == 428 goto 183 else 164
+	{Op: 0x0015, Jt: 18, Jf: 0, K: 0x1ad},       // 164: if A == 429 goto 183 else 165
+	{Op: 0x0015, Jt: 17, Jf: 16, K: 0x1ae},      // 165: if A == 430 goto 183 else 182
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1b6},        // 166: if A >= 438 goto 171 else 167
+	{Op: 0x0015, Jt: 15, Jf: 0, K: 0x1af},       // 167: if A == 431 goto 183 else 168
+	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1b0},       // 168: if A == 432 goto 183 else 169
+	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1b1},       // 169: if A == 433 goto 183 else 170
+	{Op: 0x0015, Jt: 10, Jf: 11, K: 0x1b3},      // 170: if A == 435 goto 181 else 182
+	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1bb},        // 171: if A >= 443 goto 174 else 172
+	{Op: 0x0015, Jt: 10, Jf: 0, K: 0x1b6},       // 172: if A == 438 goto 183 else 173
+	{Op: 0x0015, Jt: 9, Jf: 8, K: 0x1ba},        // 173: if A == 442 goto 183 else 182
+	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1bb},        // 174: if A == 443 goto 183 else 175
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x1c4},        // 175: if A == 452 goto 176 else 180
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},         // 176: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},        // 177: if A & 0xc00 goto 178 else 179
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 178: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 179: return ALLOW
+	{Op: 0x0015, Jt: 2, Jf: 1, K: 0x1d3},        // 180: if A == 467 goto 183 else 182
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},      // 181: return ERRNO(38)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000},   // 182: return ALLOW
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},      // 183: return ERRNO(1)
 }

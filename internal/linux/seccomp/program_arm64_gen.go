@@ -5,181 +5,160 @@ package seccomp
 
 import "golang.org/x/net/bpf"
 
-// programARM64 is [Program]("arm64"): 175 instructions.
+// programARM64 is [Program]("arm64"): 154 instructions.
 var programARM64 = []bpf.RawInstruction{
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x4},        //   0: A = arch
 	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xc00000b7}, //   1: if A == 0xc00000b7 goto 3 else 2
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x80000000}, //   2: return KILL_PROCESS
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x0},        //   3: A = nr
-	{Op: 0x0035, Jt: 114, Jf: 0, K: 0xda},     //   4: if A >= 218 goto 119 else 5
-	{Op: 0x0035, Jt: 56, Jf: 0, K: 0x61},      //   5: if A >= 97 goto 62 else 6
-	{Op: 0x0035, Jt: 29, Jf: 0, K: 0x33},      //   6: if A >= 51 goto 36 else 7
-	{Op: 0x0035, Jt: 24, Jf: 0, K: 0x27},      //   7: if A >= 39 goto 32 else 8
-	{Op: 0x0015, Jt: 164, Jf: 0, K: 0x12},     //   8: if A == 18 goto 173 else 9
-	{Op: 0x0015, Jt: 0, Jf: 6, K: 0x19},       //   9: if A == 25 goto 10 else 16
+	{Op: 0x0035, Jt: 100, Jf: 0, K: 0xdc},     //   4: if A >= 220 goto 105 else 5
+	{Op: 0x0035, Jt: 49, Jf: 0, K: 0x61},      //   5: if A >= 97 goto 55 else 6
+	{Op: 0x0035, Jt: 22, Jf: 0, K: 0x33},      //   6: if A >= 51 goto 29 else 7
+	{Op: 0x0035, Jt: 17, Jf: 0, K: 0x27},      //   7: if A >= 39 goto 25 else 8
+	{Op: 0x0015, Jt: 143, Jf: 0, K: 0x12},     //   8: if A == 18 goto 152 else 9
+	{Op: 0x0015, Jt: 0, Jf: 10, K: 0x1d},      //   9: if A == 29 goto 10 else 20
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  10: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},        //  11: if A == 10 goto 12 else 15
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  12: A = args[2] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},       //  13: if A == 18 goto 14 else 15
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  14: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  15: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 10, K: 0x1d},      //  16: if A == 29 goto 17 else 27
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  17: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5412},     //  18: if A == 0x5412 goto 19 else 20
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  19: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  20: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     //  21: if A == 0x541c goto 22 else 23
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  22: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  23: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5423},     //  24: if A == 0x5423 goto 25 else 26
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  25: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  26: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 144, K: 0x21},     //  27: if A == 33 goto 28 else 172
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  28: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  29: if A & 0xc00 goto 30 else 31
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  30: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  31: return ALLOW
-	{Op: 0x0015, Jt: 140, Jf: 0, K: 0x27},     //  32: if A == 39 goto 173 else 33
-	{Op: 0x0015, Jt: 139, Jf: 0, K: 0x28},     //  33: if A == 40 goto 173 else 34
-	{Op: 0x0015, Jt: 138, Jf: 0, K: 0x29},     //  34: if A == 41 goto 173 else 35
-	{Op: 0x0015, Jt: 137, Jf: 136, K: 0x2a},   //  35: if A == 42 goto 173 else 172
-	{Op: 0x0035, Jt: 16, Jf: 0, K: 0x3a},      //  36: if A >= 58 goto 53 else 37
-	{Op: 0x0015, Jt: 135, Jf: 0, K: 0x33},     //  37: if A == 51 goto 173 else 38
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x34},       //  38: if A == 52 goto 39 else 43
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  39: A = args[1] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  40: if A & 0xc00 goto 41 else 42
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  41: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  42: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x35},       //  43: if A == 53 goto 44 else 48
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  44: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  45: if A & 0xc00 goto 46 else 47
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  46: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  47: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 123, K: 0x38},     //  48: if A == 56 goto 49 else 172
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x28},       //  49: A = args[3] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  50: if A & 0xc00 goto 51 else 52
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  51: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  52: return ALLOW
-	{Op: 0x0015, Jt: 119, Jf: 0, K: 0x3a},     //  53: if A == 58 goto 173 else 54
-	{Op: 0x0015, Jt: 118, Jf: 0, K: 0x3c},     //  54: if A == 60 goto 173 else 55
-	{Op: 0x0015, Jt: 117, Jf: 0, K: 0x59},     //  55: if A == 89 goto 173 else 56
-	{Op: 0x0015, Jt: 0, Jf: 115, K: 0x5c},     //  56: if A == 92 goto 57 else 172
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  57: A = args[0] (low word)
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},        //  58: if A == 0 goto 61 else 59
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, //  59: if A == 0xffffffff goto 61 else 60
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5412},     //  11: if A == 0x5412 goto 12 else 13
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  12: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  13: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     //  14: if A == 0x541c goto 15 else 16
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  15: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  16: A = args[1] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x5423},     //  17: if A == 0x5423 goto 18 else 19
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  18: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  19: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 130, K: 0x21},     //  20: if A == 33 goto 21 else 151
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  21: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  22: if A & 0xc00 goto 23 else 24
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  23: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  24: return ALLOW
+	{Op: 0x0015, Jt: 126, Jf: 0, K: 0x27},     //  25: if A == 39 goto 152 else 26
+	{Op: 0x0015, Jt: 125, Jf: 0, K: 0x28},     //  26: if A == 40 goto 152 else 27
+	{Op: 0x0015, Jt: 124, Jf: 0, K: 0x29},     //  27: if A == 41 goto 152 else 28
+	{Op: 0x0015, Jt: 123, Jf: 122, K: 0x2a},   //  28: if A == 42 goto 152 else 151
+	{Op: 0x0035, Jt: 16, Jf: 0, K: 0x3a},      //  29: if A >= 58 goto 46 else 30
+	{Op: 0x0015, Jt: 121, Jf: 0, K: 0x33},     //  30: if A == 51 goto 152 else 31
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x34},       //  31: if A == 52 goto 32 else 36
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  32: A = args[1] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  33: if A & 0xc00 goto 34 else 35
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  34: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  35: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x35},       //  36: if A == 53 goto 37 else 41
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  37: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  38: if A & 0xc00 goto 39 else 40
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  39: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  40: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 109, K: 0x38},     //  41: if A == 56 goto 42 else 151
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x28},       //  42: A = args[3] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      //  43: if A & 0xc00 goto 44 else 45
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  44: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  45: return ALLOW
+	{Op: 0x0015, Jt: 105, Jf: 0, K: 0x3a},     //  46: if A == 58 goto 152 else 47
+	{Op: 0x0015, Jt: 104, Jf: 0, K: 0x3c},     //  47: if A == 60 goto 152 else 48
+	{Op: 0x0015, Jt: 103, Jf: 0, K: 0x59},     //  48: if A == 89 goto 152 else 49
+	{Op: 0x0015, Jt: 0, Jf: 101, K: 0x5c},     //  49: if A == 92 goto 50 else 151
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  50: A = args[0] (low word)
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0x0},        //  51: if A == 0 goto 54 else 52
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, //  52: if A == 0xffffffff goto 54 else 53
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  53: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  54: return ALLOW
+	{Op: 0x0035, Jt: 12, Jf: 0, K: 0x8e},      //  55: if A >= 142 goto 68 else 56
+	{Op: 0x0035, Jt: 7, Jf: 0, K: 0x6a},       //  56: if A >= 106 goto 64 else 57
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x61},       //  57: if A == 97 goto 58 else 62
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  58: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080}, //  59: if A & 0x7e020080 goto 60 else 61
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  60: return ERRNO(1)
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  61: return ALLOW
-	{Op: 0x0035, Jt: 13, Jf: 0, K: 0x8e},      //  62: if A >= 142 goto 76 else 63
-	{Op: 0x0035, Jt: 8, Jf: 0, K: 0x6b},       //  63: if A >= 107 goto 72 else 64
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x61},       //  64: if A == 97 goto 65 else 69
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  65: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020080}, //  66: if A & 0x7e020080 goto 67 else 68
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  67: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  68: return ALLOW
-	{Op: 0x0015, Jt: 103, Jf: 0, K: 0x68},     //  69: if A == 104 goto 173 else 70
-	{Op: 0x0015, Jt: 102, Jf: 0, K: 0x69},     //  70: if A == 105 goto 173 else 71
-	{Op: 0x0015, Jt: 101, Jf: 100, K: 0x6a},   //  71: if A == 106 goto 173 else 172
-	{Op: 0x0015, Jt: 101, Jf: 0, K: 0x6b},     //  72: if A == 107 goto 174 else 73
-	{Op: 0x0015, Jt: 99, Jf: 0, K: 0x70},      //  73: if A == 112 goto 173 else 74
-	{Op: 0x0015, Jt: 98, Jf: 0, K: 0x74},      //  74: if A == 116 goto 173 else 75
-	{Op: 0x0015, Jt: 97, Jf: 96, K: 0x75},     //  75: if A == 117 goto 173 else 172
-	{Op: 0x0035, Jt: 10, Jf: 0, K: 0xb8},      //  76: if A >= 184 goto 87 else 77
-	{Op: 0x0015, Jt: 95, Jf: 0, K: 0x8e},      //  77: if A == 142 goto 173 else 78
-	{Op: 0x0015, Jt: 0, Jf: 6, K: 0xa7},       //  78: if A == 167 goto 79 else 85
+	{Op: 0x0015, Jt: 89, Jf: 0, K: 0x68},      //  62: if A == 104 goto 152 else 63
+	{Op: 0x0015, Jt: 88, Jf: 87, K: 0x69},     //  63: if A == 105 goto 152 else 151
+	{Op: 0x0015, Jt: 87, Jf: 0, K: 0x6a},      //  64: if A == 106 goto 152 else 65
+	{Op: 0x0015, Jt: 86, Jf: 0, K: 0x70},      //  65: if A == 112 goto 152 else 66
+	{Op: 0x0015, Jt: 85, Jf: 0, K: 0x74},      //  66: if A == 116 goto 152 else 67
+	{Op: 0x0015, Jt: 84, Jf: 83, K: 0x75},     //  67: if A == 117 goto 152 else 151
+	{Op: 0x0035, Jt: 25, Jf: 0, K: 0xc7},      //  68: if A >= 199 goto 94 else 69
+	{Op: 0x0015, Jt: 82, Jf: 0, K: 0x8e},      //  69: if A == 142 goto 152 else 70
+	{Op: 0x0015, Jt: 81, Jf: 0, K: 0xaa},      //  70: if A == 170 goto 152 else 71
+	{Op: 0x0015, Jt: 80, Jf: 0, K: 0xab},      //  71: if A == 171 goto 152 else 72
+	{Op: 0x0015, Jt: 0, Jf: 78, K: 0xc6},      //  72: if A == 198 goto 73 else 151
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  73: A = args[0] (low word)
+	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},        //  74: if A == 1 goto 79 else 75
+	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},        //  75: if A == 2 goto 79 else 76
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},        //  76: if A == 10 goto 79 else 77
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},       //  77: if A == 16 goto 79 else 78
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  78: return ERRNO(1)
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  79: A = args[0] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0x1},        //  80: if A == 1 goto 81 else 84
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  81: A = args[1] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},       //  82: if A == 18 goto 83 else 84
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  83: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  84: return ALLOW
-	{Op: 0x0015, Jt: 87, Jf: 0, K: 0xaa},      //  85: if A == 170 goto 173 else 86
-	{Op: 0x0015, Jt: 86, Jf: 85, K: 0xab},     //  86: if A == 171 goto 173 else 172
-	{Op: 0x0015, Jt: 86, Jf: 0, K: 0xb8},      //  87: if A == 184 goto 174 else 88
-	{Op: 0x0015, Jt: 0, Jf: 21, K: 0xc6},      //  88: if A == 198 goto 89 else 110
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  89: A = args[0] (low word)
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},        //  90: if A == 1 goto 95 else 91
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},        //  91: if A == 2 goto 95 else 92
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},        //  92: if A == 10 goto 95 else 93
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},       //  93: if A == 16 goto 95 else 94
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  94: return ERRNO(1)
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},        //  80: if A == 2 goto 82 else 81
+	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},        //  81: if A == 10 goto 82 else 85
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  82: A = args[2] (low word)
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x106},      //  83: if A == 262 goto 84 else 85
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  84: return ERRNO(1)
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  85: A = args[0] (low word)
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},        //  86: if A == 2 goto 88 else 87
+	{Op: 0x0015, Jt: 0, Jf: 5, K: 0xa},        //  87: if A == 10 goto 88 else 93
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       //  88: A = args[1] (low word)
+	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xf},        //  89: A &= 0xf
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x3},        //  90: if A == 3 goto 92 else 91
+	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},        //  91: if A == 10 goto 92 else 93
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    //  92: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, //  93: return ALLOW
+	{Op: 0x0015, Jt: 0, Jf: 7, K: 0xc7},       //  94: if A == 199 goto 95 else 102
 	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       //  95: A = args[0] (low word)
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},        //  96: if A == 2 goto 98 else 97
-	{Op: 0x0015, Jt: 0, Jf: 3, K: 0xa},        //  97: if A == 10 goto 98 else 101
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       //  98: A = args[2] (low word)
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x106},      //  99: if A == 262 goto 100 else 101
+	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},        //  96: if A == 1 goto 101 else 97
+	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},        //  97: if A == 2 goto 101 else 98
+	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},        //  98: if A == 10 goto 101 else 99
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},       //  99: if A == 16 goto 101 else 100
 	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 100: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 101: A = args[0] (low word)
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 102: if A == 2 goto 104 else 103
-	{Op: 0x0015, Jt: 0, Jf: 5, K: 0xa},        // 103: if A == 10 goto 104 else 109
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 104: A = args[1] (low word)
-	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 105: A &= 0xf
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 106: if A == 3 goto 108 else 107
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 107: if A == 10 goto 108 else 109
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 108: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 109: return ALLOW
-	{Op: 0x0015, Jt: 0, Jf: 7, K: 0xc7},       // 110: if A == 199 goto 111 else 118
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 111: A = args[0] (low word)
-	{Op: 0x0015, Jt: 4, Jf: 0, K: 0x1},        // 112: if A == 1 goto 117 else 113
-	{Op: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 113: if A == 2 goto 117 else 114
-	{Op: 0x0015, Jt: 2, Jf: 0, K: 0xa},        // 114: if A == 10 goto 117 else 115
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x10},       // 115: if A == 16 goto 117 else 116
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 116: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 117: return ALLOW
-	{Op: 0x0015, Jt: 54, Jf: 53, K: 0xd9},     // 118: if A == 217 goto 173 else 172
-	{Op: 0x0035, Jt: 27, Jf: 0, K: 0x11a},     // 119: if A >= 282 goto 147 else 120
-	{Op: 0x0035, Jt: 17, Jf: 0, K: 0x109},     // 120: if A >= 265 goto 138 else 121
-	{Op: 0x0035, Jt: 12, Jf: 0, K: 0xe1},      // 121: if A >= 225 goto 134 else 122
-	{Op: 0x0015, Jt: 50, Jf: 0, K: 0xda},      // 122: if A == 218 goto 173 else 123
-	{Op: 0x0015, Jt: 49, Jf: 0, K: 0xdb},      // 123: if A == 219 goto 173 else 124
-	{Op: 0x0015, Jt: 0, Jf: 8, K: 0xdc},       // 124: if A == 220 goto 125 else 133
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 125: A = args[0] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 126: if A & 0x7e020000 goto 127 else 128
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 127: return ERRNO(1)
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 128: A = args[0] (low word)
-	{Op: 0x0054, Jt: 0, Jf: 0, K: 0xff},       // 129: A &= 0xff
-	{Op: 0x0015, Jt: 0, Jf: 1, K: 0x12},       // 130: if A == 18 goto 131 else 132
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 131: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 132: return ALLOW
-	{Op: 0x0015, Jt: 39, Jf: 38, K: 0xe0},     // 133: if A == 224 goto 173 else 172
-	{Op: 0x0015, Jt: 38, Jf: 0, K: 0xe1},      // 134: if A == 225 goto 173 else 135
-	{Op: 0x0015, Jt: 37, Jf: 0, K: 0xf1},      // 135: if A == 241 goto 173 else 136
-	{Op: 0x0015, Jt: 36, Jf: 0, K: 0x106},     // 136: if A == 262 goto 173 else 137
-	{Op: 0x0015, Jt: 35, Jf: 34, K: 0x108},    // 137: if A == 264 goto 173 else 172
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x10f},      // 138: if A >= 271 goto 143 else 139
-	{Op: 0x0015, Jt: 33, Jf: 0, K: 0x109},     // 139: if A == 265 goto 173 else 140
-	{Op: 0x0015, Jt: 32, Jf: 0, K: 0x10a},     // 140: if A == 266 goto 173 else 141
-	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x10c},     // 141: if A == 268 goto 173 else 142
-	{Op: 0x0015, Jt: 30, Jf: 29, K: 0x10e},    // 142: if A == 270 goto 173 else 172
-	{Op: 0x0015, Jt: 29, Jf: 0, K: 0x10f},     // 143: if A == 271 goto 173 else 144
-	{Op: 0x0015, Jt: 28, Jf: 0, K: 0x110},     // 144: if A == 272 goto 173 else 145
-	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x111},     // 145: if A == 273 goto 173 else 146
-	{Op: 0x0015, Jt: 26, Jf: 25, K: 0x118},    // 146: if A == 280 goto 173 else 172
-	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x1af},      // 147: if A >= 431 goto 157 else 148
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1ab},      // 148: if A >= 427 goto 153 else 149
-	{Op: 0x0015, Jt: 23, Jf: 0, K: 0x11a},     // 149: if A == 282 goto 173 else 150
-	{Op: 0x0015, Jt: 22, Jf: 0, K: 0x126},     // 150: if A == 294 goto 173 else 151
-	{Op: 0x0015, Jt: 22, Jf: 0, K: 0x1a9},     // 151: if A == 425 goto 174 else 152
-	{Op: 0x0015, Jt: 21, Jf: 19, K: 0x1aa},    // 152: if A == 426 goto 174 else 172
-	{Op: 0x0015, Jt: 20, Jf: 0, K: 0x1ab},     // 153: if A == 427 goto 174 else 154
-	{Op: 0x0015, Jt: 18, Jf: 0, K: 0x1ac},     // 154: if A == 428 goto 173 else 155
-	{Op: 0x0015, Jt: 17, Jf: 0, K: 0x1ad},     // 155: if A == 429 goto 173 else 156
-	{Op: 0x0015, Jt: 16, Jf: 15, K: 0x1ae},    // 156: if A == 430 goto 173 else 172
-	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1b6},      // 157: if A >= 438 goto 162 else 158
-	{Op: 0x0015, Jt: 14, Jf: 0, K: 0x1af},     // 158: if A == 431 goto 173 else 159
-	{Op: 0x0015, Jt: 13, Jf: 0, K: 0x1b0},     // 159: if A == 432 goto 173 else 160
-	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1b1},     // 160: if A == 433 goto 173 else 161
-	{Op: 0x0015, Jt: 12, Jf: 10, K: 0x1b3},    // 161: if A == 435 goto 174 else 172
-	{Op: 0x0035, Jt: 2, Jf: 0, K: 0x1bb},      // 162: if A >= 443 goto 165 else 163
-	{Op: 0x0015, Jt: 9, Jf: 0, K: 0x1b6},      // 163: if A == 438 goto 173 else 164
-	{Op: 0x0015, Jt: 8, Jf: 7, K: 0x1ba},      // 164: if A == 442 goto 173 else 172
-	{Op: 0x0015, Jt: 7, Jf: 0, K: 0x1bb},      // 165: if A == 443 goto 173 else 166
-	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x1c4},      // 166: if A == 452 goto 167 else 171
-	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 167: A = args[2] (low word)
-	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      // 168: if A & 0xc00 goto 169 else 170
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 169: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 170: return ALLOW
-	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x1d3},      // 171: if A == 467 goto 173 else 172
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 172: return ALLOW
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 173: return ERRNO(1)
-	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 174: return ERRNO(38)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 101: return ALLOW
+	{Op: 0x0015, Jt: 49, Jf: 0, K: 0xd9},      // 102: if A == 217 goto 152 else 103
+	{Op: 0x0015, Jt: 48, Jf: 0, K: 0xda},      // 103: if A == 218 goto 152 else 104
+	{Op: 0x0015, Jt: 47, Jf: 46, K: 0xdb},     // 104: if A == 219 goto 152 else 151
+	{Op: 0x0035, Jt: 22, Jf: 0, K: 0x126},     // 105: if A >= 294 goto 128 else 106
+	{Op: 0x0035, Jt: 12, Jf: 0, K: 0x10a},     // 106: if A >= 266 goto 119 else 107
+	{Op: 0x0035, Jt: 7, Jf: 0, K: 0xf1},       // 107: if A >= 241 goto 115 else 108
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0xdc},       // 108: if A == 220 goto 109 else 113
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 109: A = args[0] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 110: if A & 0x7e020000 goto 111 else 112
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 111: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 112: return ALLOW
+	{Op: 0x0015, Jt: 38, Jf: 0, K: 0xe0},      // 113: if A == 224 goto 152 else 114
+	{Op: 0x0015, Jt: 37, Jf: 36, K: 0xe1},     // 114: if A == 225 goto 152 else 151
+	{Op: 0x0015, Jt: 36, Jf: 0, K: 0xf1},      // 115: if A == 241 goto 152 else 116
+	{Op: 0x0015, Jt: 35, Jf: 0, K: 0x106},     // 116: if A == 262 goto 152 else 117
+	{Op: 0x0015, Jt: 34, Jf: 0, K: 0x108},     // 117: if A == 264 goto 152 else 118
+	{Op: 0x0015, Jt: 33, Jf: 32, K: 0x109},    // 118: if A == 265 goto 152 else 151
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x110},      // 119: if A >= 272 goto 124 else 120
+	{Op: 0x0015, Jt: 31, Jf: 0, K: 0x10a},     // 120: if A == 266 goto 152 else 121
+	{Op: 0x0015, Jt: 30, Jf: 0, K: 0x10c},     // 121: if A == 268 goto 152 else 122
+	{Op: 0x0015, Jt: 29, Jf: 0, K: 0x10e},     // 122: if A == 270 goto 152 else 123
+	{Op: 0x0015, Jt: 28, Jf: 27, K: 0x10f},    // 123: if A == 271 goto 152 else 151
+	{Op: 0x0015, Jt: 27, Jf: 0, K: 0x110},     // 124: if A == 272 goto 152 else 125
+	{Op: 0x0015, Jt: 26, Jf: 0, K: 0x111},     // 125: if A == 273 goto 152 else 126
+	{Op: 0x0015, Jt: 25, Jf: 0, K: 0x118},     // 126: if A == 280 goto 152 else 127
+	{Op: 0x0015, Jt: 24, Jf: 23, K: 0x11a},    // 127: if A == 282 goto 152 else 151
+	{Op: 0x0035, Jt: 9, Jf: 0, K: 0x1b0},      // 128: if A >= 432 goto 138 else 129
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1ac},      // 129: if A >= 428 goto 134 else 130
+	{Op: 0x0015, Jt: 21, Jf: 0, K: 0x126},     // 130: if A == 294 goto 152 else 131
+	{Op: 0x0015, Jt: 21, Jf: 0, K: 0x1a9},     // 131: if A == 425 goto 153 else 132
+	{Op: 0x0015, Jt: 20, Jf: 0, K: 0x1aa},     // 132: if A == 426 goto 153 else 133
+	{Op: 0x0015, Jt: 19, Jf: 17, K: 0x1ab},    // 133: if A == 427 goto 153 else 151
+	{Op: 0x0015, Jt: 17, Jf: 0, K: 0x1ac},     // 134: if A == 428 goto 152 else 135
+	{Op: 0x0015, Jt: 16, Jf: 0, K: 0x1ad},     // 135: if A == 429 goto 152 else 136
+	{Op: 0x0015, Jt: 15, Jf: 0, K: 0x1ae},     // 136: if A == 430 goto 152 else 137
+	{Op: 0x0015, Jt: 14, Jf: 13, K: 0x1af},    // 137: if A == 431 goto 152 else 151
+	{Op: 0x0035, Jt: 4, Jf: 0, K: 0x1ba},      // 138: if A >= 442 goto 143 else 139
+	{Op: 0x0015, Jt: 12, Jf: 0, K: 0x1b0},     // 139: if A == 432 goto 152 else 140
+	{Op: 0x0015, Jt: 11, Jf: 0, K: 0x1b1},     // 140: if A == 433 goto 152 else 141
+	{Op: 0x0015, Jt: 11, Jf: 0, K: 0x1b3},     // 141: if A == 435 goto 153 else 142
+	{Op: 0x0015, Jt: 9, Jf: 8, K: 0x1b6},      // 142: if A == 438 goto 152 else 151
+	{Op: 0x0015, Jt: 8, Jf: 0, K: 0x1ba},      // 143: if A == 442 goto 152 else 144
+	{Op: 0x0015, Jt: 7, Jf: 0, K: 0x1bb},      // 144: if A == 443 goto 152 else 145
+	{Op: 0x0015, Jt: 0, Jf: 4, K: 0x1c4},      // 145: if A == 452 goto 146 else 150
+	{Op: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 146: A = args[2] (low word)
+	{Op: 0x0045, Jt: 0, Jf: 1, K: 0xc00},      // 147: if A & 0xc00 goto 148 else 149
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 148: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 149: return ALLOW
+	{Op: 0x0015, Jt: 1, Jf: 0, K: 0x1d3},      // 150: if A == 467 goto 152 else 151
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 151: return ALLOW
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 152: return ERRNO(1)
+	{Op: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 153: return ERRNO(38)
 }

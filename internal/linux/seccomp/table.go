@@ -254,23 +254,6 @@ var table = []Rule{
 	{Syscall: "mknod", Args: []ArgMatch{{Index: 1, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
 	{Syscall: "mknodat", Args: []ArgMatch{{Index: 2, Op: AnyBit, Values: []uint32{modeSetid}}}, Errno: EPERM, Reason: whySetid},
 
-	// SIGCONT from the kernel. moat stops every process of the sandbox (SIGSTOP) while
-	// it asks at the terminal and while the command is stopped (Ctrl-Z) and the shell
-	// has the terminal; a process that arranged for SIGCONT to reach itself later
-	// would run again then, draw over the question or take the terminal. These are
-	// the ways to have the kernel send it; every process that could send it with
-	// kill is stopped too.
-	{Syscall: "timer_create", Errno: ENOSYS,
-		Reason: "a POSIX timer sends the signal its sigevent names (SIGCONT too) even to a stopped process, and the sigevent is in memory seccomp can't read; ENOSYS makes callers (coreutils timeout, Go's profiler) fall back to alarm or setitimer, whose signals are fixed"},
-	{Syscall: "mq_notify", Errno: ENOSYS,
-		Reason: "a message queue notification sends the signal its sigevent names (SIGCONT too), in memory seccomp can't read"},
-	{Syscall: "fcntl", Args: []ArgMatch{{Index: 1, Op: In, Values: []uint32{fSetsig}}, {Index: 2, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
-		Reason: "F_SETSIG with SIGCONT: I/O on a descriptor (data from the network, a lease break) would continue a stopped process"},
-	{Syscall: "prctl", Args: []ArgMatch{{Index: 0, Op: In, Values: []uint32{prSetPdeathsig}}, {Index: 1, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
-		Reason: "a parent-death signal of SIGCONT would continue a stopped process"},
-	{Syscall: "clone", Args: []ArgMatch{{Index: 0, Mask: cloneCSignal, Op: In, Values: []uint32{sigcont}}}, Errno: EPERM,
-		Reason: "an exit signal of SIGCONT would continue a stopped parent when the child ends"},
-
 	// Network.
 	{Syscall: "socket", Args: []ArgMatch{{Index: 0, Op: NotIn, Values: allowedFamilies}}, Errno: EPERM, Reason: whyFamily},
 	{Syscall: "socket", Args: []ArgMatch{{Index: 0, Op: In, Values: []uint32{afInet, afInet6}}, {Index: 2, Op: In, Values: []uint32{ipprotoMPTCP}}}, Errno: EPERM,
