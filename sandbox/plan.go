@@ -286,47 +286,24 @@ func danglingTarget(link string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	resolved := "/"
-	rest := strings.Split(filepath.Join(dir, filepath.Base(link)), "/")
-	for hops := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			resolved = filepath.Dir(resolved)
-			continue
-		}
-		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return next, true
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			resolved = next
-			continue
-		}
-		if hops++; hops > 40 {
-			return "", false // ELOOP: nothing to create that would make it resolve
-		}
-		dest, err := os.Readlink(next)
-		if err != nil {
-			return next, true
-		}
-		if strings.HasPrefix(dest, "/") {
-			resolved = "/"
-		}
-		rest = append(strings.Split(dest, "/"), rest...)
-	}
-	return "", false
+	_, missing, loop := resolve(filepath.Join(dir, filepath.Base(link)))
+	return missing, missing != "" && !loop // ELOOP: nothing to create would make it resolve
 }
 
 // symlinksFollowed lists the symlinks that resolving path follows, each named by
 // its resolved parent directory and its own name, in the order they are met. It
 // stops where path stops existing.
 func symlinksFollowed(path string) []string {
-	var links []string
+	links, _, _ := resolve(path)
+	return links
+}
+
+// resolve follows path component by component as the kernel does ('..' after a
+// link leaves the link's target), and returns the symlinks it followed, the
+// first path on the way that can't be looked at (missing, or in a directory
+// without search permission; "" when path resolves), and whether it gave up
+// after 40 links.
+func resolve(path string) (links []string, missing string, loop bool) {
 	resolved := "/"
 	rest := strings.Split(path, "/")
 	for hops := 0; len(rest) > 0; {
@@ -342,15 +319,18 @@ func symlinksFollowed(path string) []string {
 		next := filepath.Join(resolved, name)
 		fi, err := os.Lstat(next)
 		if err != nil {
-			return links
+			return links, next, false
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			resolved = next
 			continue
 		}
+		if hops++; hops > 40 {
+			return links, next, true
+		}
 		target, err := os.Readlink(next)
-		if hops++; err != nil || hops > 40 {
-			return links
+		if err != nil {
+			return links, next, false
 		}
 		links = append(links, next)
 		if filepath.IsAbs(target) {
@@ -358,7 +338,7 @@ func symlinksFollowed(path string) []string {
 		}
 		rest = append(strings.Split(target, "/"), rest...)
 	}
-	return links
+	return links, "", false
 }
 
 // pending is a rule waiting to be applied.
