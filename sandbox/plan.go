@@ -498,7 +498,7 @@ func (p *planner) protect() error {
 	for i, prot := range p.pol.Protected {
 		switch {
 		case prot.Where == policy.WhereHome:
-			if err := p.protectOne(home, filepath.Join(home, prot.Name), prot); err != nil {
+			if err := p.protectOne(filepath.Join(home, prot.Name), prot); err != nil {
 				return err
 			}
 		case prot.Name == ".git/hooks":
@@ -514,13 +514,13 @@ func (p *planner) protect() error {
 			continue // a writable file holds no protected names
 		}
 		for _, prot := range workspace {
-			if err := p.protectOne(root, filepath.Join(root, prot.Name), prot); err != nil {
+			if err := p.protectOne(filepath.Join(root, prot.Name), prot); err != nil {
 				return err
 			}
 		}
 		repos, bares, found := scanNested(p.dirs, root, p.pol.ProtectedDepth, workspace)
 		for path, prot := range found {
-			if err := p.protectOne(root, path, prot); err != nil {
+			if err := p.protectOne(path, prot); err != nil {
 				return err
 			}
 		}
@@ -532,7 +532,7 @@ func (p *planner) protect() error {
 			// with a config of its choosing for the user's next git command.
 			prot := *config
 			prot.Name, prot.Dir, prot.Reason = ".git", true, "a new .git would carry a config and hooks the sandbox chose"
-			if err := p.protectOne(root, filepath.Join(root, ".git"), prot); err != nil {
+			if err := p.protectOne(filepath.Join(root, ".git"), prot); err != nil {
 				return err
 			}
 		}
@@ -541,17 +541,8 @@ func (p *planner) protect() error {
 				if w, ok := watchGitLinks(gd); ok && p.writable(gd) {
 					p.gitLinks = append(p.gitLinks, w)
 				}
-				for _, gf := range gitDirControlFiles(gd, gd) {
-					prot := config
-					if gf.hooks {
-						prot = hooks
-					}
-					if prot == nil {
-						continue
-					}
-					if err := p.protectPath(root, gf.path, gf.dir, &gf.placeholder, "protected: a bare repository's "+gf.reason); err != nil {
-						return err
-					}
+				if err := p.protectGitFiles(gitDirControlFiles(gd, gd), hooks, config, "a bare repository's "); err != nil {
+					return err
 				}
 			}
 		}
@@ -578,18 +569,28 @@ func (p *planner) protect() error {
 					}
 				}
 			}
-			for _, gf := range gitControlFiles(wt) {
-				prot := config
-				if gf.hooks {
-					prot = hooks
-				}
-				if prot == nil {
-					continue
-				}
-				if err := p.protectPath(root, gf.path, gf.dir, &gf.placeholder, "protected: "+gf.reason); err != nil {
-					return err
-				}
+			if err := p.protectGitFiles(gitControlFiles(wt), hooks, config, ""); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// protectGitFiles protects a repository's control files: hooks directories under
+// the .git/hooks entry of the table, the rest under .git/config (either may be
+// opted out of: nil).
+func (p *planner) protectGitFiles(files []gitFile, hooks, config *policy.Protected, what string) error {
+	for _, gf := range files {
+		prot := config
+		if gf.hooks {
+			prot = hooks
+		}
+		if prot == nil {
+			continue
+		}
+		if err := p.protectPath(gf.path, gf.dir, &gf.placeholder, "protected: "+what+gf.reason); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -689,7 +690,7 @@ func (p *planner) protectMissing(rules []policy.Rule) error {
 			reason += " (covers " + r.Path + ", whose parent is missing)"
 			p.notes = append(p.notes, fmt.Sprintf("%s: %s does not exist; %s can't be created either", r.Origin, target, r.Path))
 		}
-		if err := p.protectPath(base, target, content == nil, content, reason); err != nil {
+		if err := p.protectPath(target, content == nil, content, reason); err != nil {
 			return err
 		}
 	}
@@ -745,7 +746,7 @@ func (p *planner) checkDefaultRoots() error {
 }
 
 // protectOne protects one entry of the protected paths table.
-func (p *planner) protectOne(base, target string, prot policy.Protected) error {
+func (p *planner) protectOne(target string, prot policy.Protected) error {
 	// The checks that need no syscall first: most home entries aren't writable.
 	if prot.Where == policy.WhereHome && !prot.Dir && (p.writable(filepath.Dir(target)) || p.writable(target)) {
 		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
@@ -761,13 +762,13 @@ func (p *planner) protectOne(base, target string, prot policy.Protected) error {
 	// shows an untracked file, and an agent's "git add -A" would commit it, while
 	// an empty directory is invisible to git. (claude mcp list reports such a
 	// .mcp.json as not a regular file; claude itself runs.)
-	return p.protectPath(base, target, true, nil, "protected: "+prot.Reason)
+	return p.protectPath(target, true, nil, "protected: "+prot.Reason)
 }
 
 // protectPath keeps target read-only if the rules so far would let the sandbox write
 // it or create it. A missing target is covered by a placeholder: an empty directory
 // when fileContent is nil, else a file with that content.
-func (p *planner) protectPath(base, target string, dir bool, fileContent *string, reason string) error {
+func (p *planner) protectPath(target string, dir bool, fileContent *string, reason string) error {
 	if !p.writable(filepath.Dir(target)) && !p.writable(target) {
 		return nil
 	}

@@ -462,14 +462,15 @@ func TestProtectedPathInUnwritableDir(t *testing.T) {
 	theirs := "/usr/local"
 	if fi, err := os.Stat(theirs); err != nil || syscall.Access(theirs, 0x2) == nil ||
 		fi.Sys().(*syscall.Stat_t).Uid == uint32(os.Geteuid()) {
-		t.Skipf("%s is missing, writable or this user's: no directory of another user to try", theirs)
-	}
-	out, err := run(theirs)
-	if got, _ := os.ReadFile(filepath.Join(f.ws, "normal")); string(got) != "ok\n" {
-		t.Errorf("with another user's directory writable by the rules, the run did not start (%v):\n%s", err, out)
-	}
-	if _, err := os.Lstat(filepath.Join(theirs, ".vscode")); err == nil {
-		t.Errorf("%s/.vscode exists on the host after the run:\n%s", theirs, out)
+		t.Errorf("%s is missing, writable or this user's: no directory of another user to try", theirs)
+	} else {
+		out, err := run(theirs)
+		if got, _ := os.ReadFile(filepath.Join(f.ws, "normal")); string(got) != "ok\n" {
+			t.Errorf("with another user's directory writable by the rules, the run did not start (%v):\n%s", err, out)
+		}
+		if _, err := os.Lstat(filepath.Join(theirs, ".vscode")); err == nil {
+			t.Errorf("%s/.vscode exists on the host after the run:\n%s", theirs, out)
+		}
 	}
 
 	// The user's own directory, not writable: the sandbox would chmod it.
@@ -478,7 +479,7 @@ func TestProtectedPathInUnwritableDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(mine, 0o755) })
-	out, err = run(mine)
+	out, err := run(mine)
 	if _, serr := os.Lstat(filepath.Join(mine, ".vscode", "tasks.json")); serr == nil {
 		t.Errorf("the sandbox made its own directory writable and created .vscode/tasks.json on the host:\n%s", out)
 	}

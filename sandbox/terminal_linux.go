@@ -144,7 +144,9 @@ func (j *jobControl) stopped(sig syscall.Signal) {
 	}
 	// The rest of the sandbox stops too: a process of it that ignores SIGTTOU
 	// could otherwise make its own group the terminal's foreground once the shell
-	// has the terminal, and read what the person types to the shell.
+	// has the terminal, and read what the person types to the shell. (One that has
+	// the kernel send it SIGCONT, with a POSIX timer, runs again: an open gap,
+	// README "Limitations"; relaying the terminal through a pty would close it.)
 	thaw := func() {}
 	held := false // every process of the sandbox is stopped
 	if j.frozen != nil {

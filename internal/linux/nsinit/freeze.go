@@ -25,6 +25,8 @@ const freezeWait = 500 * time.Millisecond
 // SIGSTOP, not a handled stop signal: no process can block, catch or ignore it, and
 // kill(-1) from pid 1 reaches every process of the sandbox, those of nested pid
 // namespaces too, and the children of a fork it races with (see endSandbox).
+// A process can still be continued by a SIGCONT the kernel sends it (a POSIX timer
+// it set): an open gap, README "Limitations".
 // Freezing stops the command like a Ctrl-Z would, and init's wait for it reports
 // that; stopped tells reap to keep those stops to itself.
 type freezer struct {
