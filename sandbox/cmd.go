@@ -61,12 +61,17 @@ type Cmd struct {
 	// GIT_SSH_COMMAND as it is.
 	ProxyConnector string
 	// TTY, when set, is this process's controlling terminal, whose foreground it
-	// is in: the command then runs as the terminal's foreground job, in a process
-	// group of its own, the way a shell runs a job. The terminal's Ctrl-C, Ctrl-\
-	// and Ctrl-Z reach the command directly; when it stops, this process stops
-	// too, so the caller's shell gets the terminal back, and fg continues both.
-	// Ignored when this process is not in the terminal's foreground, and in the
-	// direct mode.
+	// is in: the command then runs as the terminal's foreground job, through a
+	// pseudo-terminal of its own, the way ssh and tmux run one. The command gets
+	// the pty in place of each of Stdin, Stdout and Stderr that is this terminal,
+	// and as its controlling terminal, in a session of its own; never this
+	// terminal. This process, with the terminal in raw mode, copies what is typed
+	// there to the pty (Ctrl-C, Ctrl-\ and Ctrl-Z reach the command through the
+	// pty) and what the command writes back, and only while it is the terminal's
+	// foreground job. When the command stops, this process stops too, so the
+	// caller's shell gets the terminal back; fg, or bg, continues both. Ignored
+	// when this process is not in the terminal's foreground, and in the direct
+	// mode.
 	//
 	// A command that doesn't run as the terminal's foreground job (TTY unset, or
 	// this process in the background) runs in a session of its own and gets no
@@ -220,13 +225,7 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	if !ok {
 		return fmt.Errorf("sandbox: unsupported signal %v", sig)
 	}
-	if err := c.proc.Signal(s); err != nil {
-		return err
-	}
-	if c.jobs != nil {
-		c.jobs.relayed(s)
-	}
-	return nil
+	return c.proc.Signal(s)
 }
 
 // WithTerminal runs fn while this process owns the terminal the command runs in
@@ -242,8 +241,8 @@ func (c *Cmd) WithTerminal(fn func(tty *os.File) error) error {
 }
 
 // ForegroundJob reports whether the command runs as its terminal's foreground
-// job in a process group of its own (Cmd.TTY): the terminal's signals then reach
-// it without this process, which should relay every signal it gets.
+// job through a pty of its own (Cmd.TTY): the terminal's Ctrl-C reaches it
+// through the pty, and a signal this process gets is meant for it to relay.
 func (c *Cmd) ForegroundJob() bool { return c.jobs != nil }
 
 // SharesProcessGroup reports whether the command runs in this process's group
@@ -278,18 +277,18 @@ func (c *Cmd) Wait() error {
 		disarmBareLayouts(c.bareWatch, c.notice())
 		disarmGitLinks(c.gitLinks, c.notice())
 	})
+	// The terminal first: what release says is written in its own mode.
+	done := func() {
+		if c.jobs != nil {
+			c.jobs.done()
+		}
+	}
 	if e, ok := c.proc.(ender); ok {
-		go func() { <-e.Ended(); release() }()
+		go func() { <-e.Ended(); done(); release() }()
 	}
 	res, err := c.proc.Wait()
-	if c.jobs != nil {
-		c.jobs.done()
-	}
+	done()
 	release() // waits for the goroutine's, if that one started first
-	if err != nil && c.jobs != nil && c.jobs.endedSandbox() {
-		// Init died of the SIGKILL, without its report (jobControl.stopped).
-		return &ExitError{Code: 128 + int(syscall.SIGKILL), Signal: syscall.SIGKILL}
-	}
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 	// terminal, as an interactive agent needs; anywhere else it gets a session of
 	// its own and no terminal (detachedStdio).
 	in, out, errw := c.Stdin, c.Stdout, c.Stderr
-	if c.sharesGroup = newJobControl(c.TTY) != nil; !c.sharesGroup {
+	if c.sharesGroup = isForeground(c.TTY); !c.sharesGroup {
 		ds.Session = true
 		in, out, errw = detachedStdio(in, out, errw)
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/moat-sandbox/moat/internal/linux/direct"
@@ -37,26 +38,15 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 	if c.Direct {
 		return c.startDirect(s, env, srv, "")
 	}
-	var p *launch.Process
-	var err error
-	if sp := c.takeSpawned(); sp != nil {
-		if p, err = sp.p, sp.err; err == nil {
-			if err := p.Send(s); err != nil {
-				return nil, &SetupError{Stage: "spec", Err: err}
-			}
+	sp := c.takeSpawned()
+	p, err := sp.p, sp.err
+	if err == nil {
+		if err := p.Send(s); err != nil {
+			c.abandonTerminal()
+			return nil, &SetupError{Stage: "spec", Err: err}
 		}
-	} else {
-		var o launch.Options
-		in, out, errw := c.Stdin, c.Stdout, c.Stderr
-		if c.jobs = newJobControl(c.TTY); c.jobs != nil {
-			o.Foreground, o.Stopped = c.TTY, c.jobs.stopped
-		} else {
-			in, out, errw = detachedStdio(in, out, errw)
-		}
-		p, err = launch.StartWith(s, in, out, errw, o)
 	}
 	if err != nil {
-		c.jobs = nil
 		if errno, ok := namespacesRefused(err); ok {
 			if s.FUSE != "" {
 				c.debugf("filesystem denial events unavailable: the direct mode has no covers to serve; reads of hidden paths are refused, unreported")
@@ -66,9 +56,27 @@ func (c *Cmd) start(s *spec.Spec, env []string, srv *proxy.Server) (process, err
 		return nil, &SetupError{Stage: "namespaces", Err: err,
 			HintText: "moat needs unprivileged user namespaces; run 'moat doctor' to see why they are unavailable"}
 	}
-	if c.jobs != nil {
-		c.jobs.pgid, c.jobs.frozen = p.Pgid(), p
+	proc, err := c.serve(p, s, srv)
+	if err != nil {
+		c.abandonTerminal()
+		return nil, err
 	}
+	if c.jobs != nil {
+		c.jobs.begin(p.Signal)
+	}
+	return proc, nil
+}
+
+// abandonTerminal drops the pty of a sandbox that didn't start.
+func (c *Cmd) abandonTerminal() {
+	if c.jobs != nil {
+		c.jobs.abandon()
+		c.jobs = nil
+	}
+}
+
+// serve serves the FUSE masks and the network of the started sandbox p.
+func (c *Cmd) serve(p *launch.Process, s *spec.Spec, srv *proxy.Server) (process, error) {
 	fs, err := c.serveFUSE(p, s)
 	if err != nil {
 		// Init failed before mounting them; its report says why.
@@ -127,19 +135,36 @@ type spawned struct {
 	err error
 }
 
-// spawn starts the namespace init now, before its spec exists. A sandbox that is to
-// be the terminal's foreground job is spawned when its spec is ready instead: the
-// terminal would otherwise go to its process group while moat, still planning, may
-// write to it.
+// spawn starts the namespace init now, before its spec exists. In its
+// terminal's foreground the sandbox gets a pty of its own (jobControl); anywhere
+// else a session of its own and no terminal (detachedStdio).
 func (c *Cmd) spawn() {
-	if c.Direct || newJobControl(c.TTY) != nil {
+	if c.Direct {
 		return
 	}
 	// Not in a goroutine: a fork that runs while the plan is made costs the planning
 	// a copy of every page it writes before the child execs, and more than it saves.
 	sp := &spawned{}
-	in, out, errw := detachedStdio(c.Stdin, c.Stdout, c.Stderr)
-	sp.p, sp.err = launch.Spawn(in, out, errw, launch.Options{})
+	in, out, errw := c.Stdin, c.Stdout, c.Stderr
+	var o launch.Options
+	j, err := newJobControl(c.TTY)
+	if err != nil {
+		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
+	}
+	if j != nil {
+		c.jobs = j
+		in, out, errw = j.stdio(in, out, errw)
+		o.Terminal, o.Stopped = j.slave, j.stopped
+	} else {
+		in, out, errw = detachedStdio(in, out, errw)
+	}
+	sp.p, sp.err = launch.Spawn(in, out, errw, o)
+	if j != nil {
+		j.started(sp.err == nil)
+		if sp.err != nil {
+			c.jobs = nil
+		}
+	}
 	c.spawned = sp
 }
 
@@ -156,5 +181,6 @@ func (c *Cmd) dropSpawned() {
 	if sp := c.takeSpawned(); sp != nil && sp.err == nil {
 		sp.p.Kill()
 		sp.p.Wait()
+		c.abandonTerminal()
 	}
 }

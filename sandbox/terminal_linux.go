@@ -18,294 +18,412 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// jobControl runs the sandbox as its terminal's foreground job, the way a shell
-// runs one: init (and so the command) gets a process group of its own, which the
-// terminal makes its foreground. The terminal's Ctrl-C, Ctrl-\ and Ctrl-Z then reach
-// the command without moat, and moat, in the caller's process group, stays out of
-// the way until it needs the terminal: when the command stops (it stops too, so
-// the caller's shell gets the terminal back) and to ask the person a question.
+// jobControl runs the sandbox as its terminal's foreground job through a
+// pseudo-terminal of its own, the way ssh and tmux do: the sandbox gets the
+// pty's slave as its controlling terminal and as each of its standard streams
+// that was the person's terminal, in a session of its own, and never a
+// descriptor of the person's terminal. This process copies what is typed there
+// to the pty (the terminal in raw mode: Ctrl-C, Ctrl-\ and Ctrl-Z reach the
+// command as the pty's line discipline makes them signals) and what the sandbox
+// writes back, and only while it is the terminal's foreground job: stopped, or
+// continued in the background, it reads nothing the person types to the shell,
+// whatever the sandbox does meanwhile (a process that continues itself with a
+// SIGCONT timer holds only the pty). While this process asks the person a
+// question, neither is copied: nothing of the sandbox's can show under it.
 type jobControl struct {
-	tty     *os.File
-	pgid    int                 // the sandbox's process group
-	frozen  freezer             // the sandbox, stopped while this process asks a question
-	mu      sync.Mutex          // held while this process owns the terminal
-	signals chan syscall.Signal // signals relayed to the command (relayed)
-	mode    *unix.Termios       // the terminal's mode when the sandbox got it, restored at the end
-	killed  atomic.Bool         // holdInBackground ended the sandbox
+	tty    *os.File // the person's terminal, this process's own descriptor of it (non-blocking)
+	master *os.File // the pty's master
+	ttyFD  int      // their descriptors, for ioctls (File.Fd would make them blocking)
+	mFD    int
+	slave  *os.File                   // this process's copy of the slave, until the sandbox has started
+	mode   *unix.Termios              // tty's mode when the run began, put back whenever this process gives it up
+	signal func(syscall.Signal) error // sends a signal to the command
+
+	in    gate           // the input copy
+	out   sync.Mutex     // held while output is written to tty, and while a question is asked
+	raw   bool           // tty is in raw mode; read and written with the input copy out of its Read
+	end   atomic.Bool    // the sandbox has ended: a read of the master that fails is its last
+	dry   chan struct{}  // closed when the output copy has ended
+	winch chan os.Signal // the terminal's window changed
+	quit  chan struct{}  // closed by done
+	once  sync.Once
 }
 
-// freezer stops and continues every process of a sandbox (launch.Process).
-type freezer interface {
-	Freeze() (running int, err error)
-	Thaw() error
-	Kill() error
-	Ended() <-chan struct{}
-}
-
-// newJobControl returns job control of tty, or nil when this process is not in
-// the terminal's foreground (run in the background, or tty isn't its controlling
-// terminal): taking the terminal then would steal it from the caller's shell.
-func newJobControl(tty *os.File) *jobControl {
-	if tty == nil {
-		return nil
+// newJobControl returns job control of tty through a new pty, or nil when this
+// process is not in the terminal's foreground (run in the background, or tty
+// isn't its controlling terminal): copying the terminal's input then would take
+// it from the caller's shell. err says why no pty could be had.
+func newJobControl(tty *os.File) (*jobControl, error) {
+	if !isForeground(tty) {
+		return nil, nil
 	}
-	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
-	if err != nil || fg != unix.Getpgrp() {
-		return nil
-	}
-	mode, _ := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	return &jobControl{tty: tty, signals: make(chan syscall.Signal, 1), mode: mode}
-}
-
-// relayed tells a sandbox that stays stopped in the background (stopped) that
-// sig was sent to the command.
-func (j *jobControl) relayed(sig syscall.Signal) {
-	select {
-	case j.signals <- sig:
-	default:
-	}
-}
-
-// foreground says who has the terminal: this process's group (the shell gave it
-// the terminal, as after bg and fg), the sandbox (its own group, or one a shell in
-// the sandbox made: a group in another pid namespace), or neither (the caller's
-// shell: this job runs in the background).
-func (j *jobControl) foreground() (self, sandbox bool) {
-	fg, err := unix.IoctlGetInt(int(j.tty.Fd()), unix.TIOCGPGRP)
-	switch {
-	case err != nil:
-		return false, false
-	case fg == unix.Getpgrp():
-		return true, false
-	case fg == j.pgid:
-		return false, true
-	}
-	mine, err1 := os.Readlink("/proc/self/ns/pid")
-	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(fg) + "/ns/pid")
-	return false, err1 == nil && err2 == nil && mine != theirs
-}
-
-// take makes this process's group the terminal's foreground, saving the group
-// (prev) and terminal mode it takes them from; give hands both back. The caller
-// holds j.mu and has checked that the sandbox has the terminal.
-func (j *jobControl) take() (give func(), prev int, err error) {
-	fd := int(j.tty.Fd())
-	prev, err = unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	mode, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
 	if err != nil {
-		return nil, 0, os.NewSyscallError("TIOCGPGRP", err)
+		return nil, os.NewSyscallError("TCGETS", err)
 	}
-	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	// A descriptor of its own, so that it can be non-blocking (a read that waits
+	// in the kernel would go on waiting after this process left the foreground:
+	// job control is checked as a read begins) without changing the caller's.
+	own, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(tty.Fd())), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		return nil, 0, os.NewSyscallError("TCGETS", err)
+		return nil, err
 	}
-	if err := setForeground(fd, unix.Getpgrp()); err != nil {
-		return nil, 0, err
+	if err := own.SetReadDeadline(time.Time{}); err != nil {
+		own.Close()
+		return nil, fmt.Errorf("the terminal can't be waited on: %w", err)
 	}
-	return func() {
-		_ = unix.IoctlSetTermios(fd, unix.TCSETSW, mode)
-		_ = setForeground(fd, prev)
-	}, prev, nil
+	master, slave, err := openPty()
+	if err != nil {
+		own.Close()
+		return nil, err
+	}
+	// The sandbox's terminal starts as the person's is: its mode (stty -a shows
+	// the same) and its window size.
+	_ = unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, mode)
+	j := &jobControl{tty: own, master: master, slave: slave, mode: mode, ttyFD: rawFD(own), mFD: rawFD(master),
+		dry: make(chan struct{}), winch: make(chan os.Signal, 1), quit: make(chan struct{})}
+	j.in.cond = sync.NewCond(&j.in.mu)
+	j.syncSize()
+	return j, nil
 }
 
-// stopped follows the command when it stops: this process stops the same way, so
-// the caller's shell sees its job stop and takes the terminal; when the shell
-// continues it in the foreground, the command gets the terminal back and
-// continues too. Continued in the background (bg), the sandbox stays stopped
-// until this process is in the foreground again: a process of it that held the
-// terminal's descriptor could otherwise read what the person types to the shell
-// (setsid, or tcsetpgrp with SIGTTOU ignored). A signal relayed to it meanwhile
-// that would end it (kill %1, a hangup) ends it with SIGKILL, since it could only
-// be delivered by continuing the sandbox in the background. While this process
-// owns the terminal (a question to the person), the command stopped because it
-// read the terminal; it continues when the question is answered.
-func (j *jobControl) stopped(sig syscall.Signal) {
-	if !j.mu.TryLock() {
-		return
+// rawFD is f's descriptor, left in the mode it is in.
+func rawFD(f *os.File) int {
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(u uintptr) { fd = int(u) })
 	}
-	defer j.mu.Unlock()
-	fd := int(j.tty.Fd())
-	self, sandbox := j.foreground()
-	if self {
-		// The shell gave this process the terminal (fg after bg): pass it on.
-		_ = setForeground(fd, j.pgid)
-		_ = unix.Kill(-j.pgid, unix.SIGCONT)
-		return
+	return fd
+}
+
+// openPty opens a new pty: its master, non-blocking, and its slave, blocking,
+// neither of them this process's controlling terminal.
+func openPty() (master, slave *os.File, err error) {
+	m, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "open", Path: "/dev/ptmx", Err: err}
 	}
-	var give func()
-	var prev int
-	if sandbox {
-		var err error
-		if give, prev, err = j.take(); err != nil {
+	if err := unix.IoctlSetPointerInt(m, unix.TIOCSPTLCK, 0); err != nil {
+		unix.Close(m)
+		return nil, nil, os.NewSyscallError("TIOCSPTLCK", err)
+	}
+	// TIOCGPTPEER: the slave of this very master, not whatever a path names.
+	s, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(m), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		unix.Close(m)
+		return nil, nil, os.NewSyscallError("TIOCGPTPEER", errno)
+	}
+	return os.NewFile(uintptr(m), "ptmx"), os.NewFile(s, "pty"), nil
+}
+
+// stdio gives the sandbox the pty's slave in place of each stream that is the
+// person's terminal; a stream on another terminal is relayed as detachedStdio
+// relays it.
+func (j *jobControl) stdio(in io.Reader, out, errw io.Writer) (io.Reader, io.Writer, io.Writer) {
+	// The terminal (this process's controlling one) is the only one whose
+	// foreground a descriptor can be asked for.
+	same := func(stream any) bool {
+		f, ok := stream.(*os.File)
+		if !ok || f == nil {
+			return false
+		}
+		_, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+		return err == nil
+	}
+	din, dout, derr := detachedStdio(in, out, errw)
+	if same(in) {
+		din = j.slave
+	}
+	if same(out) {
+		dout = j.slave
+	}
+	if same(errw) {
+		derr = j.slave
+	}
+	return din, dout, derr
+}
+
+// started is called once the sandbox's first process has the slave (ok), or
+// could not be started; this process's copy of the slave goes either way, so
+// that the master's reads end when the sandbox's last copy does.
+func (j *jobControl) started(ok bool) {
+	j.slave.Close()
+	if !ok {
+		j.master.Close()
+		j.tty.Close()
+	}
+}
+
+// abandon closes the pty of a sandbox that began no relay (Start failed).
+func (j *jobControl) abandon() {
+	j.master.Close()
+	j.tty.Close()
+}
+
+// begin starts the copies, with the sandbox running; send sends a signal
+// to its command.
+func (j *jobControl) begin(send func(syscall.Signal) error) {
+	j.signal = send
+	signal.Notify(j.winch, unix.SIGWINCH)
+	go j.input()
+	go j.output()
+	go func() {
+		for {
+			select {
+			case <-j.winch:
+				j.syncSize()
+			case <-j.quit:
+				return
+			}
+		}
+	}()
+}
+
+// gate lets the input copy read the terminal only while nothing holds it shut.
+// Who shuts it waits until the copy is out of its Read, which a deadline in the
+// past ends.
+type gate struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	holds int  // reasons it is shut: this process stopping, a question
+	busy  bool // the input copy is between enter and leave
+	done  bool // the run is over
+}
+
+// enter waits until the gate is open and marks the input copy busy; false when
+// the run is over. The deadline is cleared here, under the lock, so a shut that
+// follows (it sets one in the past) always ends the Read that follows.
+func (j *jobControl) enter() bool {
+	j.in.mu.Lock()
+	defer j.in.mu.Unlock()
+	for j.in.holds > 0 && !j.in.done {
+		j.in.cond.Wait()
+	}
+	if j.in.done {
+		return false
+	}
+	_ = j.tty.SetReadDeadline(time.Time{})
+	j.in.busy = true
+	return true
+}
+
+func (j *jobControl) leave() {
+	j.in.mu.Lock()
+	j.in.busy = false
+	j.in.cond.Broadcast()
+	j.in.mu.Unlock()
+}
+
+// shut closes the gate and returns once the input copy reads no more; finish
+// closes it for good.
+func (j *jobControl) shut(finish bool) {
+	j.in.mu.Lock()
+	defer j.in.mu.Unlock()
+	j.in.holds++
+	j.in.done = j.in.done || finish
+	for j.in.busy {
+		_ = j.tty.SetReadDeadline(time.Unix(1, 0))
+		j.in.cond.Wait()
+	}
+	j.in.cond.Broadcast()
+}
+
+func (j *jobControl) open() {
+	j.in.mu.Lock()
+	j.in.holds--
+	j.in.cond.Broadcast()
+	j.in.mu.Unlock()
+}
+
+// input copies what is typed at the terminal to the pty while this process is
+// the terminal's foreground job, with the terminal in raw mode.
+func (j *jobControl) input() {
+	buf := make([]byte, 4096)
+	for j.enter() {
+		fg, gone := j.foreground()
+		if gone {
+			j.leave()
+			j.hangup()
 			return
 		}
+		if !fg {
+			// In the background (bg): the shell has the terminal, and its mode.
+			j.raw = false
+			j.leave()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if !j.raw {
+			j.makeRaw()
+			j.syncSize()
+		}
+		n, err := j.tty.Read(buf)
+		j.leave()
+		if n > 0 {
+			if _, werr := j.master.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			time.Sleep(50 * time.Millisecond) // EIO: the next turn looks at the terminal
+		}
+	}
+}
+
+// output copies what the sandbox writes to its pty to the terminal, until the
+// sandbox has ended and every descriptor of the slave is closed.
+func (j *jobControl) output() {
+	defer close(j.dry)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := j.master.Read(buf)
+		if n > 0 {
+			j.out.Lock()
+			_, _ = j.tty.Write(buf[:n]) // a terminal that is gone drops it
+			j.out.Unlock()
+		}
+		if err != nil {
+			if j.end.Load() {
+				return
+			}
+			// EIO: no process has the slave open now; one may open /dev/tty again.
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// foreground says whether this process's group is the terminal's foreground,
+// and whether the terminal is gone (hung up, or no longer this session's).
+func (j *jobControl) foreground() (fg, gone bool) {
+	pgrp, err := unix.IoctlGetInt(j.ttyFD, unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp(), err != nil
+}
+
+// makeRaw puts the terminal in raw mode (cfmakeraw(3)): every byte typed goes
+// to the pty as it is, and what the pty's line discipline wrote back shows as
+// it is.
+func (j *jobControl) makeRaw() {
+	raw := *j.mode
+	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	raw.Oflag &^= unix.OPOST
+	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	raw.Cflag &^= unix.CSIZE | unix.PARENB
+	raw.Cflag |= unix.CS8
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	if unix.IoctlSetTermios(j.ttyFD, unix.TCSETS, &raw) == nil {
+		j.raw = true
+	}
+}
+
+// restore puts back the terminal's mode of the start, when this process set
+// another. The input copy is shut out.
+func (j *jobControl) restore() {
+	if j.raw {
+		_ = unix.IoctlSetTermios(j.ttyFD, unix.TCSETSW, j.mode)
+		j.raw = false
+	}
+}
+
+// syncSize gives the pty the terminal's window size; the kernel tells the pty's
+// foreground job (SIGWINCH) when it changed.
+func (j *jobControl) syncSize() {
+	if ws, err := unix.IoctlGetWinsize(j.ttyFD, unix.TIOCGWINSZ); err == nil {
+		_ = unix.IoctlSetWinsize(j.mFD, unix.TIOCSWINSZ, ws)
+	}
+}
+
+// signalJob sends sig to the command and to the pty's foreground group (the
+// command's, or a job a shell in the sandbox gave the pty to).
+func (j *jobControl) signalJob(sig syscall.Signal) {
+	_ = j.signal(sig)
+	if fg, err := unix.IoctlGetInt(j.mFD, unix.TIOCGPGRP); err == nil && fg > 0 {
+		_ = unix.Kill(-fg, sig)
+	}
+}
+
+// hangup tells the sandbox its terminal is gone, as the kernel tells a job
+// whose terminal hangs up: SIGHUP, then SIGCONT for a stopped one.
+func (j *jobControl) hangup() {
+	j.signalJob(unix.SIGHUP)
+	j.signalJob(unix.SIGCONT)
+}
+
+// stopped follows the command when it stops (Ctrl-Z, or a stop signal): this
+// process stops the same way, with the terminal in the mode it had, so the
+// caller's shell sees its job stop and takes the terminal. Continued (fg or
+// bg), it continues the command; the input copy resumes once this process is
+// the terminal's foreground again.
+func (j *jobControl) stopped(sig syscall.Signal) {
+	j.shut(false)
+	defer j.open()
+	if fg, _ := j.foreground(); fg {
+		j.restore()
+	} else {
+		j.raw = false
 	}
 	if sig == unix.SIGSTOP {
 		sig = unix.SIGTSTP // a stop this process's own shell can undo
 	}
-	// The rest of the sandbox stops too: a process of it that ignores SIGTTOU
-	// could otherwise make its own group the terminal's foreground once the shell
-	// has the terminal, and read what the person types to the shell. (One that has
-	// the kernel send it SIGCONT, with a POSIX timer, runs again: an open gap,
-	// README "Limitations"; relaying the terminal through a pty would close it.)
-	thaw := func() {}
-	held := false // every process of the sandbox is stopped
-	if j.frozen != nil {
-		if _, err := j.frozen.Freeze(); err != nil {
-			fmt.Fprintf(j.tty, "moat: warning: the sandbox's other processes could not be stopped (%v): while it is stopped, one of them could take the terminal\n", err)
-		} else {
-			held = true
-		}
-		thaw = func() { _ = j.frozen.Thaw() }
-	}
-	conts := make(chan os.Signal, 1)
-	signal.Notify(conts, unix.SIGCONT)
-	defer signal.Stop(conts)
-	select {
-	case <-j.signals: // relayed before the stop; one relayed from now on counts
-	default:
-	}
 	// Without a shell to continue it (an orphaned process group), the kernel
 	// discards the signal and the command continues at once.
 	stopSelf(sig)
-	if held && !j.holdInBackground(conts) {
-		return // the sandbox ended
-	}
-	// Continued: after the command has the terminal again, or it would stop at
-	// once reading it.
-	defer thaw()
-	switch self, _ = j.foreground(); {
-	case self && give != nil:
-		give()
-		// As a shell's fg continues its job: the group that had the terminal (a
-		// shell in the sandbox may have given it to one of its own jobs), and the
-		// sandbox's; the thaw continues only what the freeze stopped.
-		_ = unix.Kill(-prev, unix.SIGCONT)
-		_ = unix.Kill(-j.pgid, unix.SIGCONT)
-	case self:
-		_ = setForeground(fd, j.pgid)
-		_ = unix.Kill(-j.pgid, unix.SIGCONT)
-	default: // continued in the background (bg)
-		_ = unix.Kill(-j.pgid, unix.SIGCONT)
-	}
+	j.signalJob(unix.SIGCONT)
 }
 
-// endedSandbox says whether holdInBackground ended the sandbox with SIGKILL.
-func (j *jobControl) endedSandbox() bool { return j.killed.Load() }
-
-// holdInBackground keeps the frozen sandbox stopped while this process runs in
-// the background, until the shell gives it the terminal. fg sends no SIGCONT to
-// a job that runs (bash's doesn't), so the terminal is looked at 20 times a
-// second as well. It returns false when the sandbox ended meanwhile, killed when
-// a signal that ends it was relayed (see stopped) or the terminal is gone (hung
-// up: nobody could continue it).
-func (j *jobControl) holdInBackground(conts <-chan os.Signal) bool {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	told := false
-	end := func(why string) bool {
-		fmt.Fprintf(j.tty, "moat: %s: ending the sandbox, stopped in the background, with SIGKILL\n", why)
-		j.killed.Store(true)
-		_ = j.frozen.Kill()
-		<-j.frozen.Ended()
-		return false
-	}
-	for {
-		if _, err := unix.IoctlGetInt(int(j.tty.Fd()), unix.TIOCGPGRP); err != nil {
-			return end("the terminal is gone (" + err.Error() + ")")
-		}
-		if self, _ := j.foreground(); self {
-			return true
-		}
-		if !told {
-			fmt.Fprintf(j.tty, "moat: the sandbox stays stopped while moat runs in the background (a process of it could read the terminal); fg continues it\n")
-			told = true
-		}
-		select {
-		case <-conts:
-		case <-tick.C:
-		case <-j.frozen.Ended():
-			return false
-		case sig := <-j.signals:
-			switch sig {
-			case unix.SIGTERM, unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGKILL:
-				return end(unix.SignalName(sig) + " for the command")
-			}
-		}
-	}
-}
-
-// withTerminal runs fn while this process owns the terminal; it fails when the
-// job runs in the background, where taking the terminal would steal it from the
-// caller's shell.
-//
-// Every process of the sandbox is stopped while fn runs: a process could otherwise
-// write to the terminal (a background job may, unless TOSTOP is set, and it can
-// block SIGTTOU) and draw a question of its own under moat's, naming another host.
-// When that can't be made sure of (a thread in an uninterruptible wait for half a
-// second), fn doesn't run and the question isn't asked.
+// withTerminal runs fn while this process has the terminal to itself: neither
+// input nor output of the sandbox is copied meanwhile (the sandbox runs on; what
+// it writes waits in the pty). It fails when this process is not the terminal's
+// foreground job (stopped, or continued in the background), where using the
+// terminal would take it from the caller's shell.
 func (j *jobControl) withTerminal(fn func(tty *os.File) error) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	self, sandbox := j.foreground()
-	if !self && !sandbox {
+	j.shut(false)
+	defer j.open()
+	if fg, _ := j.foreground(); !fg {
 		return errNoTerminal
 	}
-	if j.frozen == nil {
-		return errors.New("the sandbox can't be stopped while moat asks")
-	}
-	// Frozen before the terminal changes hands, none of its processes reads the
-	// terminal while it isn't theirs (and stops with SIGTTIN): the thaw, after the
-	// terminal is given back, continues what the freeze stopped and leaves what
-	// was stopped before.
-	running, err := j.frozen.Freeze()
-	defer j.frozen.Thaw()
+	j.out.Lock()
+	defer j.out.Unlock()
+	// A descriptor of its own for fn, which may make it blocking (File.Fd).
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(j.ttyFD), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: "the terminal", Err: err}
 	}
-	switch {
-	case running < 0:
-		return errors.New("moat could not check that the sandbox stopped")
-	case running > 0:
-		return fmt.Errorf("%d threads of the sandbox did not stop", running)
-	}
-	if !self {
-		give, _, err := j.take()
-		if err != nil {
-			return err
-		}
-		defer give()
-	}
-	return fn(j.tty)
+	tty := os.NewFile(uintptr(fd), "tty")
+	defer tty.Close()
+	return fn(tty)
 }
 
-// done takes the terminal back for good when the sandbox has ended, so this
-// process can write its summary and its caller finds the terminal as it left it:
-// in the mode it had when the sandbox got it (a command killed in raw mode, or
-// one that turned echo off, leaves it otherwise), not exclusive (TIOCEXCL
-// would keep the person from opening it again), and with its output flowing.
+// done ends the copies when the sandbox has ended, once what it wrote has been
+// shown (bounded by stdioDelay), and puts the terminal's mode back.
 func (j *jobControl) done() {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	fd := int(j.tty.Fd())
-	self, sandbox := j.foreground()
-	if fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); !self && !sandbox && err == nil && fg > 0 &&
-		unix.Kill(-fg, 0) == unix.ESRCH {
-		// A group with no process left: one of the sandbox's (a process that made
-		// its own group the foreground and ended), as nobody else's job changes
-		// the foreground while this one runs in it.
-		sandbox = true
-	}
-	if sandbox {
-		_ = setForeground(fd, unix.Getpgrp())
-		self = true
-	}
-	if self {
-		if j.mode != nil {
-			_ = unix.IoctlSetTermios(fd, unix.TCSETS, j.mode)
+	j.once.Do(func() {
+		j.end.Store(true)
+		select {
+		case <-j.dry:
+		case <-time.After(stdioDelay):
 		}
-		_ = unix.IoctlSetInt(fd, unix.TIOCNXCL, 0)
-		_ = unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON) // output suspended (tcflow TCOOFF) flows again
+		j.shut(true)
+		signal.Stop(j.winch)
+		close(j.quit)
+		if fg, _ := j.foreground(); fg {
+			j.restore()
+		}
+		j.master.Close()
+	})
+}
+
+// stdioDelay bounds the wait, once the sandbox has ended, for what it wrote to
+// reach the terminal.
+const stdioDelay = 2 * time.Second
+
+// isForeground reports whether tty is a terminal whose foreground is this
+// process's group.
+func isForeground(tty *os.File) bool {
+	if tty == nil {
+		return false
 	}
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	return err == nil && fg == unix.Getpgrp()
 }
 
 // stopSelf stops this process with sig and returns when it is continued. The
@@ -315,24 +433,6 @@ func stopSelf(sig syscall.Signal) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
-}
-
-// setForeground makes pgrp the terminal's foreground process group. The kernel
-// stops a background process that does this with SIGTTOU unless the signal is
-// blocked, so it is, on this thread, for the call.
-func setForeground(fd, pgrp int) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var block, old unix.Sigset_t
-	block.Val[0] = 1 << (uint(unix.SIGTTOU) - 1)
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &block, &old); err != nil {
-		return err
-	}
-	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, pgrp); err != nil {
-		return os.NewSyscallError("TIOCSPGRP", err)
-	}
-	return nil
 }
 
 // detachedStdio is the stdio of a sandbox that is not its terminal's foreground

@@ -13,5 +13,3 @@ type jobControl struct{}
 
 func (j *jobControl) withTerminal(fn func(tty *os.File) error) error { return errNoTerminal }
 func (j *jobControl) done()                                          {}
-func (j *jobControl) relayed(sig syscall.Signal)                     {}
-func (j *jobControl) endedSandbox() bool                             { return false }

@@ -118,27 +118,10 @@ type Result struct {
 	// so the supervisor can give the terminal back to its caller. Init writes
 	// these before the final report, each on its own line.
 	Stopped int `json:"stopped,omitempty"`
-
-	// Frozen makes this an interim report too: the answer to CtlFreeze, written
-	// once every process of the sandbox is stopped, or when init gave up waiting,
-	// with Running the number of threads still running (-1: init couldn't tell).
-	Frozen  bool `json:"frozen,omitempty"`
-	Running int  `json:"running,omitempty"`
 }
 
-// Bytes the supervisor writes to init after the spec, besides signal numbers
-// (1 to 64) to forward to the command.
-const (
-	// CtlFreeze asks init to stop (SIGSTOP) every process of the sandbox and to
-	// report when they are: while the supervisor asks a question on the terminal,
-	// none can write to it.
-	CtlFreeze byte = 0xf0
-	// CtlThaw continues every process of the sandbox.
-	CtlThaw byte = 0xf1
-)
-
 // Interim reports whether r is an interim report, not init's last.
-func (r Result) Interim() bool { return r.Stopped != 0 || r.Frozen }
+func (r Result) Interim() bool { return r.Stopped != 0 }
 
 // Enclosing returns the index of the last step before step j whose path contains
 // step j's, or -1: the mount that step j's mount point lies in.

@@ -93,8 +93,10 @@ func TestPythonREPL(t *testing.T) {
 	}
 }
 
-// TestPythonTerminalMode: while python3's REPL waits at its prompt, the terminal is
-// in the mode python set, the same under moat as without it.
+// TestPythonTerminalMode: while python3's REPL waits at its prompt, its terminal
+// (under moat, the pty moat made for the sandbox) is in the mode python set, the
+// same under moat as without it; the person's terminal meanwhile is in raw mode,
+// so that every key reaches the pty as it was typed.
 func TestPythonTerminalMode(t *testing.T) {
 	needPython(t)
 	ws, env := workspace(t)
@@ -115,14 +117,50 @@ func TestPythonTerminalMode(t *testing.T) {
 	tm := newTerm(t)
 	p := tm.moat(ws, env, "python3", "-q")
 	tm.expect(prompt)
-	got := tm.waitTermios(func(tio unix.Termios) bool { return sameMode(tio, want) == "" })
+	var got unix.Termios
+	for end := time.Now().Add(deadline); ; time.Sleep(10 * time.Millisecond) {
+		got = commandTermios(t, "python3\x00-q\x00")
+		if sameMode(got, want) == "" || time.Now().After(end) {
+			break
+		}
+	}
 	if d := sameMode(got, want); d != "" {
 		t.Errorf("terminal mode at python's prompt under moat differs from without moat:%s", d)
+	}
+	if outer := tm.termios(); outer.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 || outer.Oflag&unix.OPOST != 0 {
+		t.Errorf("the person's terminal is not in raw mode while moat relays it: lflag %#o oflag %#o", outer.Lflag, outer.Oflag)
 	}
 	tm.send(ctrlD)
 	if code := p.wait(); code != 0 {
 		t.Errorf("moat exited %d after Ctrl-D:\n%q", code, tm.output())
 	}
+}
+
+// commandTermios is the mode of the terminal that is standard input of the
+// process whose command line is cmdline (NUL-separated), read from the host.
+func commandTermios(t *testing.T, cmdline string) unix.Termios {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if c, err := os.ReadFile("/proc/" + p.Name() + "/cmdline"); err != nil || string(c) != cmdline {
+			continue
+		}
+		f, err := os.Open("/proc/" + p.Name() + "/fd/0")
+		if err != nil {
+			t.Fatalf("open the terminal of %q: %v", cmdline, err)
+		}
+		defer f.Close()
+		var tio *unix.Termios
+		if err := testmoat.Control(f, func(fd int) (err error) {
+			tio, err = unix.IoctlGetTermios(fd, unix.TCGETS)
+			return err
+		}); err != nil {
+			t.Fatalf("the standard input of %q is not a terminal: %v", cmdline, err)
+		}
+		return *tio
+	}
+	t.Fatalf("no process runs %q", cmdline)
+	return unix.Termios{}
 }
 
 // TestSttyInside: stty -a inside the sandbox reports the terminal exactly as

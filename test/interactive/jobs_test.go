@@ -212,13 +212,13 @@ func TestApprovalPrompt(t *testing.T) {
 	})
 }
 
-// TestApprovalFreezesSandbox: while moat asks about a host, no process of the
-// sandbox can write to the terminal, so none can draw a question of its own under
-// moat's. A background writer that ignores SIGTTOU prints FAKE every 20 ms; judged
-// by the terminal's output, where no FAKE may follow the question until it is
-// answered, and FAKE must come again after the answer (the writer was continued).
-// A process the command stopped before the question stays stopped after it.
-func TestApprovalFreezesSandbox(t *testing.T) {
+// TestApprovalHoldsOutput: while moat asks about a host, nothing the sandbox
+// writes reaches the terminal, so it can't draw a question of its own under
+// moat's; the sandbox runs on (nothing stops it: a SIGCONT timer would undo a
+// stop) and its output waits in its pty. A background writer prints FAKE every
+// 20 ms; judged by the terminal's output, where no FAKE may follow the question
+// until it is answered, and FAKE must come again after the answer.
+func TestApprovalHoldsOutput(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: it is the client of this test")
 	}
@@ -226,10 +226,8 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	tm := newTerm(t)
 	p := tm.start(ws, env, moatBin, "run", "--", "sh", "-c", `
 		(trap "" TTOU; while :; do printf 'FAKE\n'; sleep 0.02; done) &
-		sleep 600 & stopped=$!; kill -STOP $stopped
 		sleep 0.3
 		curl --noproxy "" -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/
-		sed -n 's/^State:/STOPPED-BEFORE:/p' /proc/$stopped/status
 		sleep 0.5`)
 	tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
 	before := len(tm.output())
@@ -237,9 +235,6 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	during := tm.output()[before:]
 	tm.send("d")
 	tm.expect(`CODE=403`)
-	if m := tm.expect(`STOPPED-BEFORE:\s+(\S)`); m[1] != "T" {
-		t.Errorf("a process stopped before the question was continued with the sandbox after it: state %s", m[1])
-	}
 	tm.expect(`FAKE`)
 	if code := p.wait(); code != 0 {
 		t.Errorf("moat exited %d, want 0", code)
@@ -249,70 +244,50 @@ func TestApprovalFreezesSandbox(t *testing.T) {
 	}
 }
 
-// TestStoppedSandboxCantTakeTerminal: when the command stops (here it stops
-// itself; Ctrl-Z does the same) and the shell takes the terminal back, another
-// process of the sandbox that ignores SIGTTOU could make its own group the
-// terminal's foreground and read what the person types to the shell. The whole
-// sandbox stops with the command. Judged by the shell: the line typed after the
-// stop must run there (its file appears on the host) and not reach the thief.
+// TestStoppedSandboxCantTakeTerminal: when the command stops (Ctrl-Z) and the
+// shell takes the terminal back, another process of the sandbox keeps running
+// (a SIGCONT timer wakes it from any stop) and tries every way to read the
+// terminal (thiefPy). Judged by the shell: the lines typed after the stop must
+// run there (their files appear on the host) and reach no process of the sandbox.
 func TestStoppedSandboxCantTakeTerminal(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
-	needPython(t)
-	ws, env := workspace(t)
-	thief := filepath.Join(ws, "thief.py")
-	if err := os.WriteFile(thief, []byte(`import os, signal, time
-signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-signal.signal(signal.SIGTTIN, signal.SIG_IGN)
-os.setpgid(0, 0)
-fd = os.open("/dev/tty", os.O_RDWR)
-mine = os.getpgrp()
-for _ in range(1000):
-    try:
-        os.tcsetpgrp(fd, mine)
-        if os.tcgetpgrp(fd) == mine:
-            break
-    except OSError:
-        pass
-    time.sleep(0.005)
-open("stolen", "a").write(repr(os.read(fd, 200)))
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ran := filepath.Join(ws, "..", "shell-ran")
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
-	tm.send(moatBin + ` run -- sh -c 'python3 thief.py & sleep 1; echo START; kill -STOP $$; echo resumed'` + "\r")
-	tm.expect(`START\r\n`)
-	tm.expect(`Stopped`)
-	tm.expect(`SHELL\$ `)
-	time.Sleep(500 * time.Millisecond) // the thief's chance
-	tm.send("touch " + ran + "\r")
-	tm.expect(`SHELL\$ `)
-	tm.send("fg\r")
-	tm.expect(`resumed\r\n`)
-	tm.expect(`SHELL\$ `)
-	tm.send("exit\r")
-	p.wait()
-	if _, err := os.Stat(ran); err != nil {
-		stolen, _ := os.ReadFile(filepath.Join(ws, "stolen"))
-		t.Errorf("the line typed to the shell after the stop did not run there (the sandbox read %q)", stolen)
-	}
+	th := newThiefTest(t)
+	th.tm.send(moatBin + " run -- sh -c 'python3 thief.py & wait; echo resumed'\r")
+	th.started()
+	th.tm.send("\x1a") // Ctrl-Z
+	th.tm.expect(`Stopped`)
+	th.tm.expect(`SHELL\$ `)
+	lost := th.typeLines()
+	th.tm.send("fg\r")
+	th.tm.expect(`resumed\r\n`)
+	th.tm.expect(`SHELL\$ `)
+	th.finish(lost)
 }
 
+// sigcontTimer, put before a thief's code, has the kernel send it SIGCONT every
+// 20 ms (a POSIX timer), which continues a stopped process: no stop keeps the
+// thief from acting (red-team finding rt2 F1: it defeated moat's earlier design,
+// which stopped the whole sandbox to keep it off the terminal).
+const sigcontTimer = `import ctypes, signal
+class _ts(ctypes.Structure): _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+class _its(ctypes.Structure): _fields_ = [("interval", _ts), ("value", _ts)]
+class _ev(ctypes.Structure): _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int), ("pad", ctypes.c_byte * 48)]
+signal.signal(signal.SIGCONT, lambda *a: None)
+_libc = ctypes.CDLL(None, use_errno=True)
+_timer = ctypes.c_void_p()
+if (_libc.timer_create(1, ctypes.byref(_ev(signo=signal.SIGCONT, notify=0)), ctypes.byref(_timer)) != 0 or
+        _libc.timer_settime(_timer, 0, ctypes.byref(_its(_ts(0, 20000000), _ts(0, 20000000))), None) != 0):
+    raise OSError(ctypes.get_errno(), "timer_create")
+`
+
 // thiefPy tries every way a process of the sandbox could read what the person
-// types to the shell once the sandbox runs in the background: it ignores the
-// job-control signals, collects each terminal descriptor it can get (its stdio,
-// /dev/tty, other processes' stdio through /proc), and, from the file "go" on until the file "done", reads them both
-// from a session of its own (outside the terminal's session job control doesn't
-// apply) and from a process group it keeps making the terminal's foreground
-// (tcsetpgrp). What it reads goes to the file "stolen". (A thief that has the
-// kernel send it SIGCONT, with a POSIX timer, runs again while moat holds the
-// sandbox stopped: an open gap, README "Limitations".)
-const thiefPy = `import os, select, signal, time
+// types to the shell once the sandbox runs in the background or is stopped: it
+// keeps itself running (sigcontTimer), ignores the job-control signals, collects
+// each terminal descriptor it can get (its stdio, /dev/tty, other processes'
+// stdio through /proc), and, from the file "go" on until the file "done", reads
+// them both from a session of its own (outside the terminal's session job
+// control doesn't apply) and from a process group it keeps making the terminal's
+// foreground (tcsetpgrp). What it reads goes to the file "stolen".
+const thiefPy = sigcontTimer + `import os, select, signal, time
 for s in (signal.SIGTTOU, signal.SIGTTIN, signal.SIGTSTP, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
 fds = [fd for fd in (0, 1, 2) if os.isatty(fd)]
@@ -465,11 +440,12 @@ func TestBackgroundSandboxCantTakeTerminal(t *testing.T) {
 	}
 }
 
-// TestBackgroundedSandboxStaysStopped: Ctrl-Z and then bg keep the sandbox
-// stopped while moat runs in the background (moat says so), and fg continues
-// it; meanwhile a process of it that took the terminal's descriptors while it
-// was the foreground job can't read the lines typed to the shell.
-func TestBackgroundedSandboxStaysStopped(t *testing.T) {
+// TestBackgroundedSandbox: Ctrl-Z and then bg continue the sandbox in the
+// background, as a shell's bg does: its output still shows, and it runs to its
+// end (the thief finishes, the command says so). Meanwhile a process of it that
+// took every terminal descriptor it could while it was the foreground job, and
+// that no stop holds, reads none of the lines typed to the shell.
+func TestBackgroundedSandbox(t *testing.T) {
 	th := newThiefTest(t)
 	th.tm.send(moatBin + " run -- sh -c 'python3 thief.py & wait; echo thief-done'\r")
 	th.started()
@@ -479,19 +455,17 @@ func TestBackgroundedSandboxStaysStopped(t *testing.T) {
 	th.tm.send("bg\r")
 	th.tm.expect(`SHELL\$ `)
 	lost := th.typeLines()
-	if !strings.Contains(th.tm.output(), "the sandbox stays stopped while moat runs in the background") {
-		t.Error("moat did not say that the sandbox stays stopped in the background")
+	th.tm.expect(`thief-done\r+\n`) // written in the background (the pty and the terminal both make \n \r\n)
+	th.tm.send("wait %1; echo status=$?\r")
+	if m := th.tm.expect(`status=(\d+)\r\n`); m[1] != "0" {
+		t.Errorf("moat exited %s, want 0", m[1])
 	}
-	th.tm.send("fg\r")
-	th.tm.expect(`thief-done\r\n`)
-	th.tm.expect(`SHELL\$ `)
 	th.finish(lost)
 }
 
-// TestKillBackgroundedSandbox: a signal that ends the command, sent to moat
-// while its sandbox is held stopped in the background (kill %1), ends the
-// sandbox with SIGKILL: moat exits 137 and says why, and nothing of the sandbox
-// is left (its sleep never writes its file).
+// TestKillBackgroundedSandbox: a signal sent to moat while its sandbox runs in
+// the background (kill %1) reaches the command, and when it ends, nothing of
+// the sandbox is left (its background sleep never writes its file).
 func TestKillBackgroundedSandbox(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -509,11 +483,10 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 	tm.expect(`Stopped`)
 	tm.expect(`SHELL\$ `)
 	tm.send("bg\r")
-	tm.expect(`the sandbox stays stopped`)
+	tm.expect(`SHELL\$ `)
 	tm.send("kill %1; wait %1; echo status=$?\r")
-	tm.expect(`ending the sandbox, stopped in the background, with SIGKILL`)
-	if m := tm.expect(`status=(\d+)\r\n`); m[1] != "137" {
-		t.Errorf("moat exited %s, want 137 (SIGKILL)", m[1])
+	if m := tm.expect(`status=(\d+)\r\n`); m[1] != "143" {
+		t.Errorf("moat exited %s, want 143 (the command's SIGTERM)", m[1])
 	}
 	tm.send("exit\r")
 	p.wait()
@@ -523,46 +496,47 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 	}
 }
 
-// TestHangupEndsHeldSandbox: the shell and the terminal go away (the shell
-// killed, the window closed) while the sandbox is held stopped in the
-// background: moat ends it and exits, and nothing of it is left. Judged by the
-// host's process table.
-func TestHangupEndsHeldSandbox(t *testing.T) {
+// TestHangupEndsSandbox: the shell and the terminal go away (the shell killed,
+// the window closed) while the sandbox is stopped, or runs in the background:
+// the command is told its terminal hung up (SIGHUP) and moat ends with it;
+// nothing of it is left. Judged by the host's process table.
+func TestHangupEndsSandbox(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash is not installed: it is the job-control shell of this test")
 	}
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
-	marker := strconv.Itoa(30000 + os.Getpid()%10000)
-	tm.send(moatBin + " run -- sh -c 'echo START; exec sleep " + marker + "'\r")
-	tm.expect(`START\r\n`)
-	tm.send("\x1a")
-	tm.expect(`Stopped`)
-	tm.expect(`SHELL\$ `)
-	tm.send("bg\r")
-	tm.expect(`the sandbox stays stopped`)
-	// The shell dies without a word to its jobs (SIGKILL), then the terminal
-	// hangs up: no signal reaches moat, a background job.
-	p.signal(syscall.SIGKILL)
-	p.wait()
-	tm.master.Close()
-	var left []string
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		left = processesWith("sleep " + marker)
-		if len(left) == 0 || time.Now().After(end) {
-			break
-		}
-	}
-	if len(left) > 0 {
-		t.Errorf("10 s after the terminal hung up, still running: %q", left)
-		for _, l := range left {
-			if pid, err := strconv.Atoi(l[:strings.IndexByte(l, ':')]); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+	for i, c := range []struct{ name, after string }{{"stopped", ""}, {"background", "bg\r"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ws, env := workspace(t)
+			tm := newTerm(t)
+			p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+			tm.expect(`SHELL\$ `)
+			marker := strconv.Itoa(30000 + os.Getpid()%10000 + i)
+			tm.send(moatBin + " run -- sh -c 'echo START; exec sleep " + marker + "'\r")
+			tm.expect(`START\r\n`)
+			tm.send("\x1a")
+			tm.expect(`Stopped`)
+			tm.expect(`SHELL\$ `)
+			if c.after != "" {
+				tm.send(c.after)
+				tm.expect(`SHELL\$ `)
 			}
-		}
+			// The shell dies without a word to its jobs (SIGKILL), then the
+			// terminal hangs up.
+			p.signal(syscall.SIGKILL)
+			p.wait()
+			tm.master.Close()
+			var left []string
+			for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				left = processesWith("sleep " + marker)
+				if len(left) == 0 || time.Now().After(end) {
+					break
+				}
+			}
+			if len(left) > 0 {
+				t.Errorf("10 s after the terminal hung up, still running: %q", left)
+			}
+		})
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
@@ -41,10 +40,6 @@ type Process struct {
 	ended  chan struct{}
 
 	stopped func(syscall.Signal)
-	frozen  chan spec.Result // init's answers to CtlFreeze, passed on by Wait
-
-	freezeMu  sync.Mutex
-	freezeErr error // the first Freeze that failed
 }
 
 // Ended is closed when no process of the sandbox is left to act: at init's final
@@ -55,14 +50,9 @@ type Process struct {
 // command never holds the pipe, and init is not dumpable, so /proc/1/fd is shut.
 func (p *Process) Ended() <-chan struct{} { return p.ended }
 
-// Pgid is the sandbox's process group when it runs as the terminal's foreground
-// job (Options.Foreground), else 0.
-func (p *Process) Pgid() int {
-	if p.cmd.SysProcAttr.Foreground {
-		return p.cmd.Process.Pid
-	}
-	return 0
-}
+// Pgid is the sandbox's session and first process group, init's: the command
+// starts in it.
+func (p *Process) Pgid() int { return p.cmd.Process.Pid }
 
 // stdioDelay is how long Wait waits, after init has exited, for the copying of
 // stdio that isn't a file (exec's pipes) to end.
@@ -70,12 +60,11 @@ const stdioDelay = 2 * time.Second
 
 // Options are Start's optional settings.
 type Options struct {
-	// Foreground is the controlling terminal, when the sandbox is to run as the
-	// terminal's foreground job: init gets a process group of its own, which the
-	// command inherits and the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z reach without
-	// the supervisor. Without it, init starts a session of its own, which has no
-	// controlling terminal.
-	Foreground *os.File
+	// Terminal, when set, is the controlling terminal of the session init
+	// starts (a pty's slave, one of the stdio files or not): its Ctrl-C, Ctrl-\
+	// and Ctrl-Z reach the command, which starts in init's process group, the
+	// session's foreground. Without it, the session has no controlling terminal.
+	Terminal *os.File
 	// Stopped is called, from Wait, each time init reports that the command was
 	// stopped by a signal.
 	Stopped func(sig syscall.Signal)
@@ -153,16 +142,23 @@ func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, erro
 	if starttrace.On() {
 		cmd.Env = append(cmd.Env, starttrace.EnvValue())
 	}
-	if o.Foreground != nil {
-		cmd.SysProcAttr.Setpgid = true
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = int(o.Foreground.Fd())
-	} else {
-		// Not the terminal's job: a session of its own, without a controlling
-		// terminal. In the caller's session a process of the sandbox that ignores
-		// SIGTTOU could make its group the terminal's foreground (tcsetpgrp) and
-		// read what the person types to the shell.
-		cmd.SysProcAttr.Setsid = true
+	// A session of its own: in the caller's, a process of the sandbox that ignores
+	// SIGTTOU could make its group the foreground of the caller's terminal
+	// (tcsetpgrp) and read what the person types to the shell.
+	cmd.SysProcAttr.Setsid = true
+	if o.Terminal != nil {
+		cmd.SysProcAttr.Setctty = true
+		switch o.Terminal {
+		case stdin:
+			cmd.SysProcAttr.Ctty = 0
+		case stdout:
+			cmd.SysProcAttr.Ctty = 1
+		case stderr:
+			cmd.SysProcAttr.Ctty = 2
+		default:
+			cmd.SysProcAttr.Ctty = 3 + len(cmd.ExtraFiles)
+			cmd.ExtraFiles = append(cmd.ExtraFiles, o.Terminal)
+		}
 	}
 	// Pipes exec made for stdio (the caller's terminal, relayed) reach EOF once
 	// every process of the sandbox is gone; this bounds the wait if one lingers.
@@ -178,8 +174,7 @@ func Spawn(stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, erro
 		netParent.Close()
 		return nil, fmt.Errorf("create namespaces: %w", err)
 	}
-	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, ended: make(chan struct{}), stopped: o.Stopped,
-		frozen: make(chan spec.Result, 1)}, nil
+	return &Process{cmd: cmd, ctl: specW, result: resR, net: netParent, ended: make(chan struct{}), stopped: o.Stopped}, nil
 }
 
 // Send gives a spawned init its spec. When it fails, the sandbox is killed and
@@ -251,48 +246,6 @@ func (p *Process) Signal(sig syscall.Signal) error {
 	return err
 }
 
-// freezeTimeout bounds the wait for init's answer to a freeze: init waits at most
-// half a second for the processes to stop.
-const freezeTimeout = 3 * time.Second
-
-// Freeze stops every process of the sandbox (SIGSTOP), so none can write to the
-// terminal while the supervisor asks a question there, and returns when init
-// reports them stopped, with the number of threads that still ran when init gave
-// up waiting (-1: init couldn't tell). Thaw continues them. Init's answer arrives
-// with its other reports, so Wait must be running.
-//
-// After a Freeze that failed, every later one fails too: an answer that arrives
-// late would otherwise be taken for the next one's.
-func (p *Process) Freeze() (running int, err error) {
-	p.freezeMu.Lock()
-	defer p.freezeMu.Unlock()
-	if p.freezeErr != nil {
-		return 0, p.freezeErr
-	}
-	if _, err := p.ctl.Write([]byte{spec.CtlFreeze}); err != nil {
-		p.freezeErr = fmt.Errorf("freeze the sandbox: %w", err)
-		return 0, p.freezeErr
-	}
-	select {
-	case r := <-p.frozen:
-		return r.Running, nil
-	case <-p.ended:
-		p.freezeErr = errors.New("freeze the sandbox: it ended")
-	case <-time.After(freezeTimeout):
-		p.freezeErr = errors.New("freeze the sandbox: init did not answer")
-	}
-	return 0, p.freezeErr
-}
-
-// Thaw continues every process of the sandbox after Freeze; those stopped before
-// it too.
-func (p *Process) Thaw() error {
-	if _, err := p.ctl.Write([]byte{spec.CtlThaw}); err != nil {
-		return fmt.Errorf("thaw the sandbox: %w", err)
-	}
-	return nil
-}
-
 // Kill ends the sandbox and everything in it.
 func (p *Process) Kill() error { return p.cmd.Process.Kill() }
 
@@ -301,8 +254,8 @@ func (p *Process) Wait() (spec.Result, error) {
 	var res spec.Result
 	dec := json.NewDecoder(p.result)
 	var decErr error
-	// Stops are handled off this loop, one at a time: the handler freezes the
-	// sandbox, and init's answer to that arrives here.
+	// Stops are handled off this loop, one at a time: the handler stops this
+	// process until the shell continues it.
 	var stops chan syscall.Signal
 	if p.stopped != nil {
 		stops = make(chan syscall.Signal, 16)
@@ -318,13 +271,7 @@ func (p *Process) Wait() (spec.Result, error) {
 		if decErr = dec.Decode(&res); decErr != nil || !res.Interim() {
 			break
 		}
-		switch {
-		case res.Frozen:
-			select {
-			case p.frozen <- res:
-			default: // an answer no Freeze waits for any more
-			}
-		case stops != nil:
+		if stops != nil {
 			select {
 			case stops <- syscall.Signal(res.Stopped):
 			default: // a backlog of stops: the handler follows the first ones

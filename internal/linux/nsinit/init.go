@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +24,7 @@ import (
 
 // Descriptors the launcher passes to init.
 const (
-	specFD   = 3 // the JSON spec, one line; then control bytes (spec.CtlFreeze, a signal to forward)
+	specFD   = 3 // the JSON spec, one line; then the numbers of signals to forward, one byte each
 	resultFD = 4 // init writes one JSON spec.Result here before it exits
 )
 
@@ -143,6 +142,7 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	if err := json.Unmarshal(line, &s); err != nil {
 		return fail("spec", err, "")
 	}
+	tty := controllingTerminal() // before the mount view replaces /dev
 	debugf := func(format string, a ...any) {
 		if s.Debug {
 			fmt.Fprintf(os.Stderr, "moat: debug: "+format+"\n", a...)
@@ -196,6 +196,7 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		Dir:   s.Dir,
 		Env:   s.Env,
 		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
+		Sys:   jobAttr(tty),
 	})
 	if err != nil {
 		r := fail("exec", &os.PathError{Op: "fork/exec", Path: path, Err: err}, "")
@@ -203,12 +204,8 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		return r
 	}
 	starttrace.Mark("init", "command started")
-	var (
-		f       freezer
-		reports sync.Mutex // the interim reports of reap and of freeze
-	)
 	done := make(chan spec.Result, 1)
-	go func() { done <- reap(pid, report, &reports, &f) }()
+	go func() { done <- reap(pid, report) }()
 	ctlc := make(chan byte)
 	go readControl(ctl, ctlc)
 	// Signals are sent from this thread, the one Landlock restricted (applyLandlock),
@@ -219,23 +216,12 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 			starttrace.Mark("init", "command exited")
 			return r
 		case b := <-ctlc:
-			switch b {
-			case spec.CtlFreeze:
-				running := f.freeze()
-				reports.Lock()
-				_ = report.Encode(spec.Result{Frozen: true, Running: running})
-				reports.Unlock()
-			case spec.CtlThaw:
-				f.thaw()
-			default:
-				_ = unix.Kill(pid, syscall.Signal(b))
-			}
+			_ = unix.Kill(pid, syscall.Signal(b))
 		}
 	}
 }
 
-// readControl passes on the bytes the supervisor writes: a signal number, or
-// CtlFreeze or CtlThaw. When the supervisor goes away, it asks for SIGKILL, and
+// readControl passes on the bytes the supervisor writes: signal numbers. When the supervisor goes away, it asks for SIGKILL, and
 // the sandbox ends with it.
 func readControl(ctl *bufio.Reader, out chan<- byte) {
 	for {
@@ -249,10 +235,10 @@ func readControl(ctl *bufio.Reader, out chan<- byte) {
 }
 
 // reap waits for every process in the sandbox and returns when the command exits;
-// endSandbox then kills whatever is left, daemons included. When
-// the command stops (Ctrl-Z), it tells the supervisor, which gives the terminal
-// back to its own caller the way a shell's job stops; stops of a freeze it keeps.
-func reap(pid int, report *json.Encoder, reports *sync.Mutex, f *freezer) spec.Result {
+// endSandbox then kills whatever is left, daemons included. When the command
+// stops (Ctrl-Z), it tells the supervisor, which stops too, the way a shell's
+// job stops, so that the caller's shell gets its terminal back.
+func reap(pid int, report *json.Encoder) spec.Result {
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, unix.WUNTRACED, nil)
@@ -267,18 +253,40 @@ func reap(pid int, report *json.Encoder, reports *sync.Mutex, f *freezer) spec.R
 		}
 		switch {
 		case ws.Stopped():
-			if f.ownStop(pid) {
-				continue
-			}
-			reports.Lock()
 			_ = report.Encode(spec.Result{Stopped: int(ws.StopSignal())})
-			reports.Unlock()
 		case ws.Exited():
 			return spec.Result{ExitCode: ws.ExitStatus()}
 		case ws.Signaled():
 			return spec.Result{ExitCode: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
 		}
 	}
+}
+
+// controllingTerminal returns a descriptor of init's controlling terminal (the
+// pty the supervisor made for the sandbox), or -1 when it has none.
+func controllingTerminal() int {
+	for fd := 0; fd <= 2; fd++ {
+		// Only the controlling terminal answers TIOCGPGRP.
+		if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
+			return fd
+		}
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// jobAttr runs the command, on a terminal, as its foreground job in a process
+// group of its own, as a shell runs a job: a group whose every member's parent is
+// in it or outside the session (init's own, with init the session leader) is
+// orphaned, and the kernel discards the stops the terminal's Ctrl-Z sends one.
+func jobAttr(tty int) *syscall.SysProcAttr {
+	if tty < 0 {
+		return nil
+	}
+	return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: tty}
 }
 
 func errnoOf(err error) unix.Errno {
