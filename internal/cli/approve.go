@@ -71,9 +71,10 @@ func (a *approver) prompt(tty *os.File, entry string) (sandbox.Approval, error) 
 		return sandbox.Deny, err
 	}
 	defer restore()
-	// The sandbox is stopped (Cmd.WithTerminal), but what it wrote before may have
-	// left the terminal drawing text invisible (SGR 8, or one colour on the same)
-	// or in the line-drawing character set: plain text again, first.
+	// Nothing the sandbox writes shows while moat asks (Cmd.WithTerminal), but
+	// what it wrote before may have left the terminal drawing text invisible (SGR
+	// 8, or one colour on the same) or in the line-drawing character set: plain
+	// text again, first.
 	fmt.Fprint(tty, resetText)
 	fmt.Fprintf(tty, "\nmoat: the sandboxed command wants to connect to %s, which no rule allows or denies.\n", entry)
 	fmt.Fprintf(tty, "moat:   o  allow once\n")
@@ -83,13 +84,22 @@ func (a *approver) prompt(tty *os.File, entry string) (sandbox.Approval, error) 
 	fmt.Fprintf(tty, "moat:   n  deny, and every other undecided host in this run\n")
 	for {
 		fmt.Fprintf(tty, "moat: allow %s? [o/r/a/d/n] ", entry)
-		var b [1]byte
-		n, err := tty.Read(b[:])
+		var buf [64]byte
+		n, err := tty.Read(buf[:])
 		if err != nil || n == 0 {
 			fmt.Fprintf(tty, "\n")
 			return sandbox.Deny, nil
 		}
-		key := b[0]
+		// An answer is one key. The terminal's reply to a query the sandbox wrote
+		// just before the question (its colours, or its title, which the sandbox
+		// can set to any text) arrives as a burst that starts with ESC; read a
+		// byte at a time, its letters would answer.
+		if n > 1 || buf[0] == 0x1b {
+			drainInput(tty)
+			fmt.Fprintf(tty, "\n")
+			continue
+		}
+		key := buf[0]
 		if key >= 'A' && key <= 'Z' {
 			key += 'a' - 'A'
 		}

@@ -28,3 +28,25 @@ func keyMode(tty *os.File) (restore func(), err error) {
 	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
 	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETSW, mode) }, nil
 }
+
+// drainInput discards what arrives at the terminal until it has been quiet for
+// a tenth of a second (at most about a second): the rest of a burst.
+func drainInput(tty *os.File) {
+	fd := int(tty.Fd())
+	mode, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return
+	}
+	quiet := *mode
+	quiet.Cc[unix.VMIN], quiet.Cc[unix.VTIME] = 0, 1
+	if unix.IoctlSetTermios(fd, unix.TCSETS, &quiet) != nil {
+		return
+	}
+	defer unix.IoctlSetTermios(fd, unix.TCSETS, mode)
+	var buf [256]byte
+	for range 10 {
+		if n, err := tty.Read(buf[:]); err != nil || n == 0 {
+			return
+		}
+	}
+}

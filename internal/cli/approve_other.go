@@ -11,3 +11,5 @@ import (
 func keyMode(tty *os.File) (restore func(), err error) {
 	return nil, errors.New("asking at the terminal is not implemented on this platform")
 }
+
+func drainInput(tty *os.File) {}

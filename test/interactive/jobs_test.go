@@ -140,6 +140,16 @@ func TestApprovalPrompt(t *testing.T) {
 			t.Errorf("events %v: want two refusals at the terminal", events)
 		}
 	})
+	// What a terminal answers to a query the sandbox wrote before the question
+	// (here its foreground colour, "rgb:...": an r) is not a key typed: moat asks
+	// again, and the d typed then decides.
+	t.Run("terminal_reply_is_not_an_answer", func(t *testing.T) {
+		t.Parallel()
+		events, _ := approvalRun(t, "403,403", "\x1b]10;rgb:ffff/ffff/ffff\x1b\\", "d")
+		if len(events) != 2 || events[0]["action"] != "deny" {
+			t.Errorf("events %v: want two refusals at the terminal", events)
+		}
+	})
 	t.Run("allow_for_the_run", func(t *testing.T) {
 		t.Parallel()
 		_, home := approvalRun(t, "502,502", "r")
