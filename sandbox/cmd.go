@@ -70,8 +70,7 @@ type Cmd struct {
 	// pty) and what the command writes back, and only while it is the terminal's
 	// foreground job. When the command stops, this process stops too, so the
 	// caller's shell gets the terminal back; fg, or bg, continues both. Ignored
-	// when this process is not in the terminal's foreground, and in the direct
-	// mode.
+	// when this process is not in the terminal's foreground.
 	//
 	// A command that doesn't run as the terminal's foreground job (TTY unset, or
 	// this process in the background) runs in a session of its own and gets no
@@ -93,7 +92,6 @@ type Cmd struct {
 
 	proc         process
 	jobs         *jobControl
-	sharesGroup  bool // the command runs in this process's group (the direct mode in the foreground)
 	placeholders *placeholders
 	bareWatch    []watchedDir   // work trees to check for a bare layout when the sandbox is gone
 	gitLinks     []gitLinkWatch // git dirs to check for planted links when the sandbox is gone
@@ -244,13 +242,6 @@ func (c *Cmd) WithTerminal(fn func(tty *os.File) error) error {
 // job through a pty of its own (Cmd.TTY): the terminal's Ctrl-C reaches it
 // through the pty, and a signal this process gets is meant for it to relay.
 func (c *Cmd) ForegroundJob() bool { return c.jobs != nil }
-
-// SharesProcessGroup reports whether the command runs in this process's group
-// (the direct mode, with this process in its terminal's foreground): the
-// terminal's Ctrl-C and Ctrl-\ then reach the command without this process.
-// Otherwise the command is a foreground job of its own (ForegroundJob), or in a
-// session of its own, which the terminal's signals don't reach.
-func (c *Cmd) SharesProcessGroup() bool { return c.sharesGroup }
 
 // Kill ends the sandbox and every process in it.
 func (c *Cmd) Kill() error {

@@ -153,19 +153,33 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 			}
 		}
 	}
-	// In the terminal's foreground the command shares this process's group and
-	// terminal, as an interactive agent needs; anywhere else it gets a session of
-	// its own and no terminal (detachedStdio).
+	// In the terminal's foreground the command gets a pty of its own, as in the
+	// namespace mode (jobControl); anywhere else a session of its own and no
+	// terminal (detachedStdio).
 	in, out, errw := c.Stdin, c.Stdout, c.Stderr
-	if c.sharesGroup = isForeground(c.TTY); !c.sharesGroup {
+	j, err := newJobControl(c.TTY)
+	if err != nil {
+		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
+	}
+	if j != nil {
+		in, out, errw = j.stdio(in, out, errw)
+		ds.Terminal, ds.Stopped = j.slave, j.stopped
+	} else {
 		ds.Session = true
 		in, out, errw = detachedStdio(in, out, errw)
 	}
 	p, err := direct.Start(ds, in, out, errw, onEvent)
+	if j != nil {
+		j.started(err == nil)
+	}
 	if err != nil {
 		ln.Close()
 		dnsLn.Close()
 		return nil, &SetupError{Stage: "direct", Err: err}
+	}
+	if j != nil {
+		c.jobs = j
+		j.begin(p.Signal)
 	}
 	dp := &directProcess{Process: p, srv: srv, lns: []net.Listener{ln, dnsLn}}
 	dp.served.Add(2)

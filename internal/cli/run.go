@@ -119,12 +119,6 @@ func runCmd(args []string, std stdio) error {
 	}
 	go func() {
 		for sig := range sigs {
-			// When the command shares moat's process group and that group is the
-			// terminal's foreground, the terminal sent Ctrl-C and Ctrl-\ to the
-			// command too; relaying them would deliver them twice.
-			if cmd.SharesProcessGroup() && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) && foregroundOfTerminal(tty) {
-				continue
-			}
 			_ = cmd.Signal(sig)
 		}
 	}()

@@ -4,7 +4,12 @@
 // (Enclosing, Mount.WantsDir).
 package spec
 
-import "strings"
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"syscall"
+)
 
 // Op is one step of building the sandbox's mount view. Steps run in order, each on a
 // path of the new root; a later step on a deeper path overrides an earlier one.
@@ -122,6 +127,36 @@ type Result struct {
 
 // Interim reports whether r is an interim report, not init's last.
 func (r Result) Interim() bool { return r.Stopped != 0 }
+
+// ReadResult reads a stage's reports from r and returns its final one. Each
+// interim one (the command stopped) is passed to stopped, when not nil, off the
+// reading loop and one at a time: it may stop this process until its shell
+// continues it, and the final report is read meanwhile.
+func ReadResult(r io.Reader, stopped func(syscall.Signal)) (Result, error) {
+	var stops chan syscall.Signal
+	if stopped != nil {
+		stops = make(chan syscall.Signal, 16)
+		defer close(stops)
+		go func() {
+			for sig := range stops {
+				stopped(sig)
+			}
+		}()
+	}
+	dec := json.NewDecoder(r)
+	for {
+		var res Result
+		if err := dec.Decode(&res); err != nil || !res.Interim() {
+			return res, err
+		}
+		if stops != nil {
+			select {
+			case stops <- syscall.Signal(res.Stopped):
+			default: // a backlog of stops: the handler follows the first ones
+			}
+		}
+	}
+}
 
 // Enclosing returns the index of the last step before step j whose path contains
 // step j's, or -1: the mount that step j's mount point lies in.

@@ -191,12 +191,14 @@ func TestSttyInside(t *testing.T) {
 // the person as it was before moat ran. Judged on the terminal itself.
 func TestTerminalRestored(t *testing.T) {
 	needPython(t)
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	before := tm.termios()
-	// Last, a process makes its own group the terminal's foreground and ends:
-	// the foreground is then a group with no process left.
-	script := `stty raw -echo -isig; echo CHANGED; python3 -c '
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			ws, env := workspace(t)
+			tm := newTerm(t)
+			before := tm.termios()
+			// Last, a process makes its own group the terminal's foreground and ends:
+			// the foreground is then a group with no process left.
+			script := `stty raw -echo -isig; echo CHANGED; python3 -c '
 import fcntl, os, signal, termios
 fcntl.ioctl(0, termios.TIOCEXCL)
 termios.tcflow(1, termios.TCOOFF)
@@ -204,36 +206,38 @@ signal.signal(signal.SIGTTOU, signal.SIG_IGN)
 os.setpgid(0, 0)
 os.tcsetpgrp(0, os.getpgrp())
 '; kill -9 $$`
-	if code := tm.moat(ws, env, "sh", "-c", script).wait(); code != 128+9 {
-		t.Fatalf("moat exited %d, want 137:\n%q", code, tm.output())
-	}
-	tm.expect(`CHANGED`)
-	if d := sameMode(tm.termios(), before); d != "" {
-		t.Errorf("the terminal's mode after the run differs from before it:%s", d)
-	}
-	var excl int
-	if err := testmoat.Control(tm.slave, func(fd int) (err error) {
-		excl, err = unix.IoctlGetInt(fd, unix.TIOCGEXCL)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if excl != 0 {
-		t.Error("the terminal is still exclusive (TIOCEXCL) after the run")
-	}
-	// Output flows: what is written to the terminal shows (tcflow TCOOFF would
-	// hold it, and block the writer).
-	wrote := make(chan error, 1)
-	go func() { _, err := tm.slave.Write([]byte("FLOWING\r\n")); wrote <- err }()
-	select {
-	case err := <-wrote:
-		if err != nil {
-			t.Fatal(err)
-		}
-		tm.expect(`FLOWING`)
-	case <-time.After(5 * time.Second):
-		t.Error("the terminal's output is still suspended (tcflow TCOOFF) after the run")
-		testmoat.Control(tm.master, func(fd int) error { return unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON) })
+			if code := tm.start(ws, env, append(strings.Fields(moatBin+" run"+mode.flag+" --"), "sh", "-c", script)...).wait(); code != 128+9 {
+				t.Fatalf("moat exited %d, want 137:\n%q", code, tm.output())
+			}
+			tm.expect(`CHANGED`)
+			if d := sameMode(tm.termios(), before); d != "" {
+				t.Errorf("the terminal's mode after the run differs from before it:%s", d)
+			}
+			var excl int
+			if err := testmoat.Control(tm.slave, func(fd int) (err error) {
+				excl, err = unix.IoctlGetInt(fd, unix.TIOCGEXCL)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if excl != 0 {
+				t.Error("the terminal is still exclusive (TIOCEXCL) after the run")
+			}
+			// Output flows: what is written to the terminal shows (tcflow TCOOFF would
+			// hold it, and block the writer).
+			wrote := make(chan error, 1)
+			go func() { _, err := tm.slave.Write([]byte("FLOWING\r\n")); wrote <- err }()
+			select {
+			case err := <-wrote:
+				if err != nil {
+					t.Fatal(err)
+				}
+				tm.expect(`FLOWING`)
+			case <-time.After(5 * time.Second):
+				t.Error("the terminal's output is still suspended (tcflow TCOOFF) after the run")
+				testmoat.Control(tm.master, func(fd int) error { return unix.IoctlSetInt(fd, unix.TCXONC, unix.TCOON) })
+			}
+		})
 	}
 }
 

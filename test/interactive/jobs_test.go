@@ -24,35 +24,39 @@ func TestJobControl(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed: it is the job-control shell of this test")
 	}
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
-	tm.send(moatBin + ` run -- sh -c 'echo START; read x; echo "GOT $x"'` + "\r")
-	tm.expect(`START\r\n`)
-	tm.send("\x1a") // Ctrl-Z
-	tm.expect(`Stopped`)
-	tm.expect(`SHELL\$ `)
-	tm.send("echo SHELL-HAS-THE-TERMINAL\r")
-	tm.expect(`\rSHELL-HAS-THE-TERMINAL\r\n`) // the output, not the echoed command line
-	tm.send("fg\r")
-	tm.expect(`moat run`) // bash names the job it continues
-	tm.send("hello\r")
-	tm.expect(`GOT hello\r\n`)
-	tm.expect(`SHELL\$ `)
-	tm.send("echo status=$?\r")
-	tm.expect(`status=0\r\n`)
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			ws, env := workspace(t)
+			tm := newTerm(t)
+			p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+			tm.expect(`SHELL\$ `)
+			tm.send(moatBin + ` run` + mode.flag + ` -- sh -c 'echo START; read x; echo "GOT $x"'` + "\r")
+			tm.expect(`START\r\n`)
+			tm.send("\x1a") // Ctrl-Z
+			tm.expect(`Stopped`)
+			tm.expect(`SHELL\$ `)
+			tm.send("echo SHELL-HAS-THE-TERMINAL\r")
+			tm.expect(`\rSHELL-HAS-THE-TERMINAL\r\n`) // the output, not the echoed command line
+			tm.send("fg\r")
+			tm.expect(`moat run`) // bash names the job it continues
+			tm.send("hello\r")
+			tm.expect(`GOT hello\r\n`)
+			tm.expect(`SHELL\$ `)
+			tm.send("echo status=$?\r")
+			tm.expect(`status=0\r\n`)
 
-	// Ctrl-C at the terminal reaches the command (once, directly) and moat
-	// reports its death by SIGINT.
-	tm.send(moatBin + ` run -- sh -c 'echo START2; exec sleep 600'` + "\r")
-	tm.expect(`START2\r\n`)
-	tm.send("\x03")
-	tm.expect(`SHELL\$ `)
-	tm.send("echo status=$?\r")
-	tm.expect(`status=130\r\n`)
-	tm.send("exit\r")
-	p.wait()
+			// Ctrl-C at the terminal reaches the command (once) and moat reports
+			// its death by SIGINT.
+			tm.send(moatBin + ` run` + mode.flag + ` -- sh -c 'echo START2; exec sleep 600'` + "\r")
+			tm.expect(`START2\r\n`)
+			tm.send("\x03")
+			tm.expect(`SHELL\$ `)
+			tm.send("echo status=$?\r")
+			tm.expect(`status=130\r\n`)
+			tm.send("exit\r")
+			p.wait()
+		})
+	}
 }
 
 // approvalRun runs curl twice in moat on the terminal, against a host no rule
@@ -260,18 +264,21 @@ func TestApprovalHoldsOutput(t *testing.T) {
 // terminal (thiefPy). Judged by the shell: the lines typed after the stop must
 // run there (their files appear on the host) and reach no process of the sandbox.
 func TestStoppedSandboxCantTakeTerminal(t *testing.T) {
-	th := newThiefTest(t)
-	th.tm.send(moatBin + " run -- sh -c 'python3 thief.py & wait; echo resumed'\r")
-	th.started()
-	th.tm.send("\x1a") // Ctrl-Z
-	th.tm.expect(`Stopped`)
-	th.tm.expect(`SHELL\$ `)
-	lost := th.typeLines()
-	th.tm.send("fg\r")
-	th.tm.expect(`resumed\r\n`)
-	th.tm.expect(`SHELL\$ `)
-	th.finish(lost)
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			th := newThiefTest(t)
+			th.suspended(mode.flag, "resumed")
+			lost := th.typeLines()
+			th.tm.send("fg\r")
+			th.tm.expect(`resumed\r\n`)
+			th.tm.expect(`SHELL\$ `)
+			th.finish(lost)
+		})
+	}
 }
+
+// modes are moat's two ways of running a sandbox, for the tests that run in both.
+var modes = []struct{ name, flag string }{{"namespaces", ""}, {"direct", " --direct"}}
 
 // sigcontTimer, put before a thief's code, has the kernel send it SIGCONT every
 // 20 ms (a POSIX timer), which continues a stopped process: no stop keeps the
@@ -382,6 +389,17 @@ func (th *thiefTest) started() {
 	}
 }
 
+// suspended runs the thief in moat (with flag) from the shell, as a command that
+// says last when it ends, and stops it with Ctrl-Z.
+func (th *thiefTest) suspended(flag, last string) {
+	th.t.Helper()
+	th.tm.send(moatBin + " run" + flag + " -- sh -c 'python3 thief.py & wait; echo " + last + "'\r")
+	th.started()
+	th.tm.send("\x1a") // Ctrl-Z
+	th.tm.expect(`Stopped`)
+	th.tm.expect(`SHELL\$ `)
+}
+
 // typeLines sets the thief to work, types lines to the shell meanwhile, stops
 // the thief, and returns the lines that didn't run in the shell.
 func (th *thiefTest) typeLines() (lost []string) {
@@ -437,7 +455,7 @@ func (th *thiefTest) finish(lost []string) {
 // the sandbox reads none of them. Judged by the files those lines create on the
 // host and by what the sandbox wrote to its workspace.
 func TestBackgroundSandboxCantTakeTerminal(t *testing.T) {
-	for _, mode := range []struct{ name, flag string }{{"namespaces", ""}, {"direct", " --direct"}} {
+	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			th := newThiefTest(t)
 			th.tm.send(moatBin + " run" + mode.flag + " -- python3 thief.py &\r")
@@ -456,21 +474,21 @@ func TestBackgroundSandboxCantTakeTerminal(t *testing.T) {
 // took every terminal descriptor it could while it was the foreground job, and
 // that no stop holds, reads none of the lines typed to the shell.
 func TestBackgroundedSandbox(t *testing.T) {
-	th := newThiefTest(t)
-	th.tm.send(moatBin + " run -- sh -c 'python3 thief.py & wait; echo thief-done'\r")
-	th.started()
-	th.tm.send("\x1a") // Ctrl-Z
-	th.tm.expect(`Stopped`)
-	th.tm.expect(`SHELL\$ `)
-	th.tm.send("bg\r")
-	th.tm.expect(`SHELL\$ `)
-	lost := th.typeLines()
-	th.tm.expect(`thief-done\r+\n`) // written in the background (the pty and the terminal both make \n \r\n)
-	th.tm.send("wait %1; echo status=$?\r")
-	if m := th.tm.expect(`status=(\d+)\r\n`); m[1] != "0" {
-		t.Errorf("moat exited %s, want 0", m[1])
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			th := newThiefTest(t)
+			th.suspended(mode.flag, "thief-done")
+			th.tm.send("bg\r")
+			th.tm.expect(`SHELL\$ `)
+			lost := th.typeLines()
+			th.tm.expect(`thief-done\r+\n`) // written in the background (the pty and the terminal both make \n \r\n)
+			th.tm.send("wait %1; echo status=$?\r")
+			if m := th.tm.expect(`status=(\d+)\r\n`); m[1] != "0" {
+				t.Errorf("moat exited %s, want 0", m[1])
+			}
+			th.finish(lost)
+		})
 	}
-	th.finish(lost)
 }
 
 // TestKillBackgroundedSandbox: a signal sent to moat while its sandbox runs in

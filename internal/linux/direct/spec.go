@@ -1,6 +1,9 @@
 package direct
 
 import (
+	"os"
+	"syscall"
+
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
 	"github.com/moat-sandbox/moat/internal/spec"
 )
@@ -30,4 +33,9 @@ type Spec struct {
 	// Session makes Start run the stages, and so the command, in a session of
 	// their own, which has no controlling terminal; it is not sent to the stage.
 	Session bool `json:"-"`
+	// Terminal, when set, is the controlling terminal of that session (a pty's
+	// slave): the command runs as its foreground job, and Stopped is called, from
+	// Wait, each time the command is stopped by a signal.
+	Terminal *os.File             `json:"-"`
+	Stopped  func(syscall.Signal) `json:"-"`
 }

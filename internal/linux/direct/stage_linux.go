@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/moat-sandbox/moat/internal/linux/connbroker"
+	"github.com/moat-sandbox/moat/internal/linux/ctty"
 	"github.com/moat-sandbox/moat/internal/linux/privs"
 	"github.com/moat-sandbox/moat/internal/linux/reaper"
 	"github.com/moat-sandbox/moat/internal/linux/seccomp"
@@ -69,8 +70,9 @@ func Main() {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 	}
 	ctl := bufio.NewReader(os.NewFile(ctlFD, "ctl"))
-	res := supervise(ctl, events)
-	_ = json.NewEncoder(result).Encode(res)
+	enc := json.NewEncoder(result)
+	res := supervise(ctl, events, func(r spec.Result) { _ = enc.Encode(r) })
+	_ = enc.Encode(res)
 	os.Exit(0)
 }
 
@@ -106,7 +108,7 @@ func withTemp(env []string, dir string) []string {
 	return append(out, "TMPDIR="+dir, "TMP="+dir, "TEMP="+dir, "TEMPDIR="+dir)
 }
 
-func supervise(ctl *bufio.Reader, events *os.File) spec.Result {
+func supervise(ctl *bufio.Reader, events *os.File, report func(spec.Result)) spec.Result {
 	line, err := ctl.ReadBytes('\n')
 	if err != nil {
 		return fail("spec", err, "")
@@ -181,6 +183,8 @@ func supervise(ctl *bufio.Reader, events *os.File) spec.Result {
 		Stderr:     os.Stderr,
 		ExtraFiles: []*os.File{theirs, rs},
 	}
+	tty := ctty.Open()
+	cmd.SysProcAttr = ctty.JobAttr(tty)
 	err = cmd.Start()
 	theirs.Close()
 	rs.Close()
@@ -255,7 +259,13 @@ func supervise(ctl *bufio.Reader, events *os.File) spec.Result {
 			proc.Signal(syscall.Signal(b))
 		}
 	}()
-	ws, err := reaper.Wait(proc.Pid)
+	var stopped func(unix.Signal)
+	if tty >= 0 {
+		// Ctrl-Z: the supervisor stops too, so the caller's shell gets the
+		// terminal back.
+		stopped = func(sig unix.Signal) { report(spec.Result{Stopped: int(sig)}) }
+	}
+	ws, err := reaper.WaitJob(proc.Pid, stopped)
 	killed, kerr := reaper.KillAll()
 	if killed > 0 {
 		debugf("killed %d processes left behind", killed)

@@ -34,6 +34,7 @@ type Process struct {
 	result  *os.File
 	events  chan struct{}
 	tempDir string // removed by Wait, if Start made it
+	stopped func(syscall.Signal)
 }
 
 // Start re-executes this binary as the direct mode's supervisor stage with spec s. If
@@ -94,9 +95,24 @@ func Start(s *Spec, stdin io.Reader, stdout, stderr io.Writer, onEvent func(conn
 		// command left; this bounds the wait if one lingers.
 		WaitDelay: 2 * time.Second,
 	}
-	if s.Session {
+	if s.Session || s.Terminal != nil {
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
+	if s.Terminal != nil {
+		p.cmd.SysProcAttr.Setctty = true
+		switch s.Terminal {
+		case stdin:
+			p.cmd.SysProcAttr.Ctty = 0
+		case stdout:
+			p.cmd.SysProcAttr.Ctty = 1
+		case stderr:
+			p.cmd.SysProcAttr.Ctty = 2
+		default:
+			p.cmd.SysProcAttr.Ctty = 3 + len(p.cmd.ExtraFiles)
+			p.cmd.ExtraFiles = append(p.cmd.ExtraFiles, s.Terminal)
+		}
+	}
+	p.stopped = s.Stopped
 	err = p.cmd.Start()
 	ctlR.Close()
 	resW.Close()
@@ -183,8 +199,7 @@ func (p *Process) Kill() error { return p.ctl.Close() }
 
 // Wait waits for the sandbox to end and returns what the supervisor stage reported.
 func (p *Process) Wait() (spec.Result, error) {
-	var res spec.Result
-	decErr := json.NewDecoder(p.result).Decode(&res)
+	res, decErr := spec.ReadResult(p.result, p.stopped)
 	p.result.Close()
 	waitErr := p.cmd.Wait()
 	p.ctl.Close()

@@ -251,33 +251,7 @@ func (p *Process) Kill() error { return p.cmd.Process.Kill() }
 
 // Wait waits for the sandbox to end and returns what init reported.
 func (p *Process) Wait() (spec.Result, error) {
-	var res spec.Result
-	dec := json.NewDecoder(p.result)
-	var decErr error
-	// Stops are handled off this loop, one at a time: the handler stops this
-	// process until the shell continues it.
-	var stops chan syscall.Signal
-	if p.stopped != nil {
-		stops = make(chan syscall.Signal, 16)
-		defer close(stops)
-		go func() {
-			for sig := range stops {
-				p.stopped(sig)
-			}
-		}()
-	}
-	for {
-		res = spec.Result{}
-		if decErr = dec.Decode(&res); decErr != nil || !res.Interim() {
-			break
-		}
-		if stops != nil {
-			select {
-			case stops <- syscall.Signal(res.Stopped):
-			default: // a backlog of stops: the handler follows the first ones
-			}
-		}
-	}
+	res, decErr := spec.ReadResult(p.result, p.stopped)
 	starttrace.Mark("supervisor", "result read")
 	if decErr == nil {
 		close(p.ended) // a final report: interim ones (Stopped) don't leave the loop

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/moat-sandbox/moat/internal/linux/ctty"
 	"github.com/moat-sandbox/moat/internal/linux/privs"
 	"github.com/moat-sandbox/moat/internal/spec"
 	"github.com/moat-sandbox/moat/internal/starttrace"
@@ -142,7 +143,7 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 	if err := json.Unmarshal(line, &s); err != nil {
 		return fail("spec", err, "")
 	}
-	tty := controllingTerminal() // before the mount view replaces /dev
+	tty := ctty.Open() // before the mount view replaces /dev
 	debugf := func(format string, a ...any) {
 		if s.Debug {
 			fmt.Fprintf(os.Stderr, "moat: debug: "+format+"\n", a...)
@@ -196,7 +197,7 @@ func run(ctl *bufio.Reader, report *json.Encoder) spec.Result {
 		Dir:   s.Dir,
 		Env:   s.Env,
 		Files: []uintptr{os.Stdin.Fd(), os.Stdout.Fd(), os.Stderr.Fd()},
-		Sys:   jobAttr(tty),
+		Sys:   ctty.JobAttr(tty),
 	})
 	if err != nil {
 		r := fail("exec", &os.PathError{Op: "fork/exec", Path: path, Err: err}, "")
@@ -260,33 +261,6 @@ func reap(pid int, report *json.Encoder) spec.Result {
 			return spec.Result{ExitCode: 128 + int(ws.Signal()), Signal: int(ws.Signal())}
 		}
 	}
-}
-
-// controllingTerminal returns a descriptor of init's controlling terminal (the
-// pty the supervisor made for the sandbox), or -1 when it has none.
-func controllingTerminal() int {
-	for fd := 0; fd <= 2; fd++ {
-		// Only the controlling terminal answers TIOCGPGRP.
-		if _, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil {
-			return fd
-		}
-	}
-	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
-	}
-	return fd
-}
-
-// jobAttr runs the command, on a terminal, as its foreground job in a process
-// group of its own, as a shell runs a job: a group whose every member's parent is
-// in it or outside the session (init's own, with init the session leader) is
-// orphaned, and the kernel discards the stops the terminal's Ctrl-Z sends one.
-func jobAttr(tty int) *syscall.SysProcAttr {
-	if tty < 0 {
-		return nil
-	}
-	return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: tty}
 }
 
 func errnoOf(err error) unix.Errno {

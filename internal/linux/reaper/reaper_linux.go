@@ -34,10 +34,18 @@ func Become() error {
 
 // Wait waits for the child pid to end and returns its status, reaping every other child
 // (re-parented orphans) that ends meanwhile.
-func Wait(pid int) (unix.WaitStatus, error) {
+func Wait(pid int) (unix.WaitStatus, error) { return WaitJob(pid, nil) }
+
+// WaitJob is Wait that, when stopped is not nil, calls it each time pid is stopped
+// by a signal.
+func WaitJob(pid int, stopped func(unix.Signal)) (unix.WaitStatus, error) {
+	flags := 0
+	if stopped != nil {
+		flags = unix.WUNTRACED
+	}
 	for {
 		var ws unix.WaitStatus
-		got, err := unix.Wait4(-1, &ws, 0, nil)
+		got, err := unix.Wait4(-1, &ws, flags, nil)
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue
@@ -45,6 +53,8 @@ func Wait(pid int) (unix.WaitStatus, error) {
 			return 0, fmt.Errorf("wait for process %d: %w", pid, os.NewSyscallError("wait4", err))
 		case got == pid && (ws.Exited() || ws.Signaled()):
 			return ws, nil
+		case got == pid && ws.Stopped() && stopped != nil:
+			stopped(ws.StopSignal())
 		}
 	}
 }
