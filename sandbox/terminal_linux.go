@@ -52,9 +52,13 @@ type jobControl struct {
 // newJobControl returns job control of tty through a new pty, or nil when this
 // process is not in the terminal's foreground (run in the background, or tty
 // isn't its controlling terminal): copying the terminal's input then would take
-// it from the caller's shell. err says why no pty could be had.
-func newJobControl(tty *os.File) (*jobControl, error) {
-	if !isForeground(tty) {
+// it from the caller's shell. Nil too when stdout is not the terminal: the
+// command's output goes to a file or down a pipe, maybe to a pager that reads
+// the terminal itself (moat run -- git log | less), which moat's copying would
+// race for each key; the command then gets no terminal (detachedStdio). err
+// says why no pty could be had.
+func newJobControl(tty *os.File, stdout io.Writer) (*jobControl, error) {
+	if !isForeground(tty) || !isControlling(stdout) {
 		return nil, nil
 	}
 	mode, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -120,16 +124,7 @@ func openPty() (master, slave *os.File, err error) {
 // person's terminal; a stream on another terminal is relayed as detachedStdio
 // relays it.
 func (j *jobControl) stdio(in io.Reader, out, errw io.Writer) (io.Reader, io.Writer, io.Writer) {
-	// The terminal (this process's controlling one) is the only one whose
-	// foreground a descriptor can be asked for.
-	same := func(stream any) bool {
-		f, ok := stream.(*os.File)
-		if !ok || f == nil {
-			return false
-		}
-		_, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-		return err == nil
-	}
+	same := isControlling
 	din, dout, derr := detachedStdio(in, out, errw)
 	if same(in) {
 		din = j.slave
@@ -165,6 +160,11 @@ func (j *jobControl) abandon() {
 func (j *jobControl) begin(send func(syscall.Signal) error) {
 	j.signal = send
 	signal.Notify(j.winch, unix.SIGWINCH)
+	// Raw before the first output is copied: the terminal's own output
+	// processing would add a carriage return to each the pty's made.
+	if fg, _ := j.foreground(); fg {
+		j.makeRaw()
+	}
 	go j.input()
 	go j.output()
 	go func() {
@@ -415,6 +415,17 @@ func (j *jobControl) done() {
 // stdioDelay bounds the wait, once the sandbox has ended, for what it wrote to
 // reach the terminal.
 const stdioDelay = 2 * time.Second
+
+// isControlling reports whether stream is a file on this process's
+// controlling terminal, the only terminal whose foreground it can ask for.
+func isControlling(stream any) bool {
+	f, ok := stream.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	_, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil
+}
 
 // isForeground reports whether tty is a terminal whose foreground is this
 // process's group.

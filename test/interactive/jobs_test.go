@@ -59,6 +59,27 @@ func TestJobControl(t *testing.T) {
 	}
 }
 
+// TestPipedToReader: moat's output piped to a program that reads the terminal
+// itself (a pager) leaves the terminal to that program: moat doesn't read it (nor
+// does the sandbox get it). Judged by what the reader got.
+func TestPipedToReader(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	tm.send(moatBin + ` run -- sh -c 'echo START; sleep 3' | (read line; echo "PIPED=$line"; read -r key < /dev/tty; echo "KEY=$key")` + "\r")
+	tm.expect(`PIPED=START\r\n`)
+	tm.send("x\r")
+	tm.expect(`KEY=x\r\n`)
+	tm.expect(`SHELL\$ `)
+	tm.send("exit\r")
+	p.wait()
+}
+
 // approvalRun runs curl twice in moat on the terminal, against a host no rule
 // decides, typing one answer at each question moat asks; it checks that curl got
 // the status codes want (e.g. "502,502") and that moat asked exactly once per
