@@ -227,11 +227,12 @@ func (c *Cmd) Signal(sig os.Signal) error {
 	return c.proc.Signal(s)
 }
 
-// WithTerminal runs fn while this process owns the terminal the command runs in
-// (Cmd.TTY) in the terminal's mode when fn is called, and gives the command
-// both back afterwards; the command, should it read the terminal meanwhile, waits.
-// It fails when the command doesn't run as the terminal's foreground job, or this
-// job runs in the background.
+// WithTerminal runs fn with the terminal (Cmd.TTY) to this process alone: fn
+// gets a descriptor of its own, in the terminal's mode of the moment (raw), and
+// nothing is copied between the terminal and the command's pty meanwhile (the
+// command runs on; what it writes waits, and so does its read of the pty). It
+// fails when the command doesn't run as the terminal's foreground job, or this
+// job runs in the background or is stopped.
 func (c *Cmd) WithTerminal(fn func(tty *os.File) error) error {
 	if c.jobs == nil {
 		return errNoTerminal

@@ -409,6 +409,7 @@ func (j *jobControl) done() {
 			j.restore()
 		}
 		j.master.Close()
+		j.tty.Close()
 	})
 }
 
