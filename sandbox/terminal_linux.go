@@ -44,7 +44,8 @@ type jobControl struct {
 	raw   bool           // tty is in raw mode; read and written with the input copy out of its Read
 	end   atomic.Bool    // the sandbox has ended: a read of the master that fails is its last
 	dry   chan struct{}  // closed when the output copy has ended
-	winch chan os.Signal // the terminal's window changed
+	winch chan os.Signal // the terminal's window changed, or this process was continued
+	cont  atomic.Bool    // continued: the terminal's mode may have been changed meanwhile
 	quit  chan struct{}  // closed by done
 	once  sync.Once
 }
@@ -159,7 +160,7 @@ func (j *jobControl) abandon() {
 // to its command.
 func (j *jobControl) begin(send func(syscall.Signal) error) {
 	j.signal = send
-	signal.Notify(j.winch, unix.SIGWINCH)
+	signal.Notify(j.winch, unix.SIGWINCH, unix.SIGCONT)
 	// Raw before the first output is copied: the terminal's own output
 	// processing would add a carriage return to each the pty's made.
 	if fg, _ := j.foreground(); fg {
@@ -170,7 +171,15 @@ func (j *jobControl) begin(send func(syscall.Signal) error) {
 	go func() {
 		for {
 			select {
-			case <-j.winch:
+			case sig := <-j.winch:
+				if sig == unix.SIGCONT {
+					// After a stop this process didn't make (kill -STOP, or
+					// SIGTTOU for output with tostop set), the shell may have
+					// changed the terminal's mode and size.
+					j.cont.Store(true)
+					_ = j.tty.SetReadDeadline(time.Unix(1, 0)) // the input copy's next turn sees it
+					continue
+				}
 				j.syncSize()
 			case <-j.quit:
 				return
@@ -253,7 +262,7 @@ func (j *jobControl) input() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		if !j.raw {
+		if !j.raw || j.cont.Swap(false) {
 			j.makeRaw()
 			j.syncSize()
 		}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestJobControl: in an interactive shell, Ctrl-Z stops the sandboxed command and
@@ -57,6 +59,50 @@ func TestJobControl(t *testing.T) {
 			p.wait()
 		})
 	}
+}
+
+// TestStoppedFromOutside: moat stopped by a signal it didn't choose (kill -STOP
+// from elsewhere) and continued with fg puts the terminal back in raw mode, which
+// the shell changed meanwhile: keys reach the command as typed. Judged on the
+// terminal's mode.
+func TestStoppedFromOutside(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	marker := strconv.Itoa(40000 + os.Getpid()%10000)
+	tm.send(moatBin + " run -- sh -c 'echo START; read x; echo \"GOT $x\"; exec sleep " + marker + "'\r")
+	tm.expect(`START\r\n`)
+	var moat int
+	for _, line := range processesWith("sleep " + marker) {
+		if strings.Contains(line, " run -- ") {
+			moat, _ = strconv.Atoi(strings.SplitN(line, ":", 2)[0])
+		}
+	}
+	if moat == 0 {
+		t.Fatalf("moat's process not found: %q", processesWith("sleep "+marker))
+	}
+	if err := syscall.Kill(moat, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	tm.send("stty sane; fg\r")
+	tm.expect(`moat run`)
+	raw := func(tio unix.Termios) bool { return tio.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) == 0 }
+	if tio := tm.waitTermios(raw); !raw(tio) {
+		t.Errorf("after fg the terminal is not in raw mode: lflag %#o", tio.Lflag)
+	}
+	tm.send("hello\r")
+	tm.expect(`GOT hello\r\n`)
+	tm.send("\x03")
+	tm.expect(`SHELL\$ `)
+	tm.send("exit\r")
+	p.wait()
 }
 
 // TestPipedToReader: moat's output piped to a program that reads the terminal
