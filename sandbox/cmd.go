@@ -61,22 +61,22 @@ type Cmd struct {
 	// GIT_SSH_COMMAND as it is.
 	ProxyConnector string
 	// TTY, when set, is this process's controlling terminal, whose foreground it
-	// is in. When Stdout is that terminal, the command runs as its foreground
-	// job, through a pseudo-terminal of its own, the way ssh and tmux run one.
-	// The command gets the pty in place of each of Stdin, Stdout and Stderr that
-	// is this terminal, and as its controlling terminal, in a session of its
-	// own; never this terminal. This process, with the terminal in raw mode,
-	// copies what is typed there to the pty (Ctrl-C, Ctrl-\ and Ctrl-Z reach the
-	// command through the pty) and what the command writes back, and only while
-	// it is the terminal's foreground job. When the command stops, this process
-	// stops too, so the caller's shell gets the terminal back; fg, or bg,
-	// continues both.
+	// is in. When Stdin and Stdout are that terminal, the command runs as its
+	// foreground job, through a pseudo-terminal of its own, the way ssh and tmux
+	// run one. The command gets the pty in place of each of Stdin, Stdout and
+	// Stderr that is this terminal, and as its controlling terminal, in a
+	// session of its own; never this terminal. This process, with the terminal
+	// in raw mode, copies what is typed there to the pty (Ctrl-C, Ctrl-\ and
+	// Ctrl-Z reach the command through the pty) and what the command writes
+	// back, and only while it is the terminal's foreground job. When the command
+	// stops, this process stops too, so the caller's shell gets the terminal
+	// back; fg, or bg, continues both.
 	//
 	// A command that doesn't run as the terminal's foreground job (TTY unset,
-	// this process in the background, or Stdout not the terminal: a pager down
-	// the pipe may read the terminal) runs in a session of its own and gets no
-	// terminal: standard input that is one becomes /dev/null, and output to one
-	// is copied through a pipe.
+	// this process in the background, or Stdin or Stdout not the terminal:
+	// another program of the pipeline may read it) runs in a session of its own
+	// and gets no terminal: standard input that is one becomes /dev/null, and
+	// output to one is copied through a pipe.
 	TTY *os.File
 	// Approve, when set, is asked about each connection no rule decides (the
 	// policy neither allows nor denies its host), one at a time, and its answer

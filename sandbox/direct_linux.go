@@ -157,7 +157,7 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 	// namespace mode (jobControl); anywhere else a session of its own and no
 	// terminal (detachedStdio).
 	in, out, errw := c.Stdin, c.Stdout, c.Stderr
-	j, err := newJobControl(c.TTY, c.Stdout)
+	j, err := newJobControl(c.TTY, c.Stdin, c.Stdout)
 	if err != nil {
 		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
 	}

@@ -147,7 +147,7 @@ func (c *Cmd) spawn() {
 	sp := &spawned{}
 	in, out, errw := c.Stdin, c.Stdout, c.Stderr
 	var o launch.Options
-	j, err := newJobControl(c.TTY, c.Stdout)
+	j, err := newJobControl(c.TTY, c.Stdin, c.Stdout)
 	if err != nil {
 		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
 	}

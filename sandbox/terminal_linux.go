@@ -53,13 +53,14 @@ type jobControl struct {
 // newJobControl returns job control of tty through a new pty, or nil when this
 // process is not in the terminal's foreground (run in the background, or tty
 // isn't its controlling terminal): copying the terminal's input then would take
-// it from the caller's shell. Nil too when stdout is not the terminal: the
-// command's output goes to a file or down a pipe, maybe to a pager that reads
-// the terminal itself (moat run -- git log | less), which moat's copying would
-// race for each key; the command then gets no terminal (detachedStdio). err
-// says why no pty could be had.
-func newJobControl(tty *os.File, stdout io.Writer) (*jobControl, error) {
-	if !isForeground(tty) || !isControlling(stdout) {
+// it from the caller's shell. Nil too when stdin or stdout is not the
+// terminal: another program of the pipeline may read the terminal itself (a
+// pager after moat, git log | less; a password prompt before it, curl -u | ),
+// and moat's copying would race it for each key and change the terminal's mode
+// under it; the command then gets no terminal (detachedStdio). err says why no
+// pty could be had.
+func newJobControl(tty *os.File, stdin io.Reader, stdout io.Writer) (*jobControl, error) {
+	if !isForeground(tty) || !isControlling(stdin) || !isControlling(stdout) {
 		return nil, nil
 	}
 	mode, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
@@ -365,6 +366,9 @@ func (j *jobControl) hangup() {
 func (j *jobControl) stopped(sig syscall.Signal) {
 	j.shut(false)
 	defer j.open()
+	// Not while moat asks a question: the stop waits for the answer.
+	j.out.Lock()
+	defer j.out.Unlock()
 	if fg, _ := j.foreground(); fg {
 		j.restore()
 	} else {

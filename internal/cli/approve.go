@@ -58,9 +58,15 @@ var answerWords = map[sandbox.Approval]string{
 	sandbox.Deny: "denied", sandbox.DenyAll: "denied, and every other undecided host in this run",
 }
 
-// resetText turns off every text attribute (SGR 0) and selects ASCII as the G0
-// character set in use (ESC ( B, then SI).
-const resetText = "\x1b[0m\x1b(B\x0f"
+// resetText makes what follows plain, visible text whatever the command wrote
+// before: it ends a control string the command left open (CAN, then ST: text
+// would otherwise go into an unfinished OSC or DCS), turns off every text
+// attribute (SGR 0), puts back the terminal's default colours (OSC 110, 111:
+// the command can set the default foreground to the background colour, and the
+// question would be invisible under a fake one of its own), its palette (OSC
+// 104) and cursor colour (OSC 112), turns reverse video off (DECSCNM), shows the
+// cursor, and selects ASCII as the G0 character set in use (ESC ( B, then SI).
+const resetText = "\x18\x1b\\" + "\x1b[0m" + "\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\" + "\x1b[?5l\x1b[?25h" + "\x1b(B\x0f"
 
 // prompt asks about entry (host:port) on tty and reads one key, with the terminal
 // in a mode of its own: no echo, one key at a time, and Ctrl-C a key (deny), not

@@ -38,6 +38,7 @@ func drainInput(tty *os.File) {
 		return
 	}
 	quiet := *mode
+	quiet.Lflag &^= unix.ICANON // VMIN and VTIME count only outside line mode
 	quiet.Cc[unix.VMIN], quiet.Cc[unix.VTIME] = 0, 1
 	if unix.IoctlSetTermios(fd, unix.TCSETS, &quiet) != nil {
 		return

@@ -22,16 +22,9 @@ import (
 // the next command), and fg gives the command the terminal again: a line typed
 // then reaches the command's read.
 func TestJobControl(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
-			ws, env := workspace(t)
-			tm := newTerm(t)
-			p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-			tm.expect(`SHELL\$ `)
+			tm, p, _ := newShell(t)
 			tm.send(moatBin + ` run` + mode.flag + ` -- sh -c 'echo START; read x; echo "GOT $x"'` + "\r")
 			tm.expect(`START\r\n`)
 			tm.send("\x1a") // Ctrl-Z
@@ -66,14 +59,7 @@ func TestJobControl(t *testing.T) {
 // the shell changed meanwhile: keys reach the command as typed. Judged on the
 // terminal's mode.
 func TestStoppedFromOutside(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
+	tm, p, _ := newShell(t)
 	marker := strconv.Itoa(40000 + os.Getpid()%10000)
 	tm.send(moatBin + " run -- sh -c 'echo START; read x; echo \"GOT $x\"; exec sleep " + marker + "'\r")
 	tm.expect(`START\r\n`)
@@ -105,18 +91,59 @@ func TestStoppedFromOutside(t *testing.T) {
 	p.wait()
 }
 
+// TestPipedFromReader: a program piped into moat that reads the terminal itself
+// (a password prompt: curl -u user ... | moat run ...) gets what is typed, whole:
+// moat neither reads the terminal nor changes its mode under it, and the
+// sandbox gets no terminal. Judged by what the reader got.
+func TestPipedFromReader(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			tm, p, _ := newShell(t)
+			tm.send(`(echo ASK >&2; read -r line < /dev/tty; echo "READER=$line") | ` + moatBin + ` run` + mode.flag + ` -- sh -c 'cat; test -t 0 || echo NO-TERMINAL'` + "\r")
+			tm.expect(`ASK`)
+			time.Sleep(300 * time.Millisecond) // moat and the sandbox have started
+			tm.send("secret\r")
+			tm.expect(`READER=secret\r?\n`)
+			tm.expect(`NO-TERMINAL`)
+			tm.expect(`SHELL\$ `)
+			tm.send("exit\r")
+			p.wait()
+		})
+	}
+}
+
+// TestStopDuringQuestion: the command stopped (by a process of the sandbox)
+// while moat asks a question: moat stops only once the question is answered,
+// with the terminal as it was, and fg continues the run. Judged by the answer
+// (curl's 403) and by moat's exit status.
+func TestStopDuringQuestion(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: it is the client of this test")
+	}
+	tm, p, _ := newShell(t)
+	tm.send(moatBin + ` run -- sh -c '(sleep 0.5; kill -STOP $$) & curl --noproxy "" -sS -o /dev/null -w "CODE=%{http_code}\n" http://undecided.invalid/; wait'` + "\r")
+	tm.expect(`allow undecided\.invalid:80\? \[o/r/a/d/n\] `)
+	time.Sleep(time.Second) // the command is stopped meanwhile
+	tm.send("d")
+	tm.expect(`denied`)
+	tm.expect(`Stopped`)
+	tm.expect(`SHELL\$ `)
+	tm.send("fg\r")
+	tm.expect(`CODE=403`)
+	tm.expect(`SHELL\$ `)
+	tm.send("echo status=$?\r")
+	if m := tm.expect(`status=(\d+)\r\n`); m[1] != "0" {
+		t.Errorf("moat exited %s, want 0", m[1])
+	}
+	tm.send("exit\r")
+	p.wait()
+}
+
 // TestPipedToReader: moat's output piped to a program that reads the terminal
 // itself (a pager) leaves the terminal to that program: moat doesn't read it (nor
 // does the sandbox get it). Judged by what the reader got.
 func TestPipedToReader(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
+	tm, p, _ := newShell(t)
 	tm.send(moatBin + ` run -- sh -c 'echo START; sleep 3' | (read line; echo "PIPED=$line"; read -r key < /dev/tty; echo "KEY=$key")` + "\r")
 	tm.expect(`PIPED=START\r\n`)
 	tm.send("x\r")
@@ -162,6 +189,9 @@ func approvalRunURL(t *testing.T, url, hostPort, want string, answers ...string)
 		}
 	}
 	out := tm.output()
+	if !strings.Contains(out, "\x1b]110\x1b\\\x1b]111\x1b\\") {
+		t.Errorf("the question did not put back the terminal's default colours (OSC 110, 111) first: %q", out)
+	}
 	if got := strings.Join(codes(out), ","); got != want {
 		t.Errorf("curl got %s, want %s (502: allowed, then the lookup of .invalid fails; 403: refused)", got, want)
 	}
@@ -422,12 +452,8 @@ type thiefTest struct {
 
 func newThiefTest(t *testing.T) *thiefTest {
 	t.Helper()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
 	needPython(t)
-	ws, env := workspace(t)
+	tm, sh, ws := newShell(t)
 	if err := os.WriteFile(filepath.Join(ws, "thief.py"), []byte(thiefPy), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -435,9 +461,6 @@ func newThiefTest(t *testing.T) *thiefTest {
 		// A thief still at work (the test failed) stops at this file.
 		_ = os.WriteFile(filepath.Join(ws, "done"), nil, 0o644)
 	})
-	tm := newTerm(t)
-	sh := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
 	return &thiefTest{t: t, tm: tm, sh: sh, ws: ws}
 }
 
@@ -562,14 +585,7 @@ func TestBackgroundedSandbox(t *testing.T) {
 // the background (kill %1) reaches the command, and when it ends, nothing of
 // the sandbox is left (its background sleep never writes its file).
 func TestKillBackgroundedSandbox(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
-	ws, env := workspace(t)
-	tm := newTerm(t)
-	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-	tm.expect(`SHELL\$ `)
+	tm, p, ws := newShell(t)
 	// exec: a Ctrl-Z while sh vforks sleep stops the child before its exec and
 	// leaves sh waiting, not stopped, so no shell would see the job stop.
 	tm.send(moatBin + " run -- sh -c '(sleep 2; touch late) & echo START; exec sleep 30'\r")
@@ -596,16 +612,9 @@ func TestKillBackgroundedSandbox(t *testing.T) {
 // the command is told its terminal hung up (SIGHUP) and moat ends with it;
 // nothing of it is left. Judged by the host's process table.
 func TestHangupEndsSandbox(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed: it is the job-control shell of this test")
-	}
 	for i, c := range []struct{ name, after string }{{"stopped", ""}, {"background", "bg\r"}} {
 		t.Run(c.name, func(t *testing.T) {
-			ws, env := workspace(t)
-			tm := newTerm(t)
-			p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
-			tm.expect(`SHELL\$ `)
+			tm, p, _ := newShell(t)
 			marker := strconv.Itoa(30000 + os.Getpid()%10000 + i)
 			tm.send(moatBin + " run -- sh -c 'echo START; exec sleep " + marker + "'\r")
 			tm.expect(`START\r\n`)
@@ -633,6 +642,21 @@ func TestHangupEndsSandbox(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newShell starts an interactive bash (prompt "SHELL$ ") on a new terminal in a
+// new workspace, and waits for its prompt.
+func newShell(t *testing.T) (*term, *proc, string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: it is the job-control shell of this test")
+	}
+	ws, env := workspace(t)
+	tm := newTerm(t)
+	p := tm.start(ws, append(env, "PS1=SHELL$ "), bash, "--norc", "--noprofile", "-i")
+	tm.expect(`SHELL\$ `)
+	return tm, p, ws
 }
 
 // processesWith lists the command lines, in /proc, that contain s.
