@@ -156,17 +156,11 @@ func (c *Cmd) startDirect(s *spec.Spec, env []string, srv *proxy.Server, refused
 	// In the terminal's foreground the command gets a pty of its own, as in the
 	// namespace mode (jobControl); anywhere else a session of its own and no
 	// terminal (detachedStdio).
-	in, out, errw := c.Stdin, c.Stdout, c.Stderr
-	j, err := newJobControl(c.TTY, c.Stdin, c.Stdout)
-	if err != nil {
-		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
-	}
+	j, in, out, errw := c.terminalStdio()
 	if j != nil {
-		in, out, errw = j.stdio(in, out, errw)
 		ds.Terminal, ds.Stopped = j.slave, j.stopped
 	} else {
 		ds.Session = true
-		in, out, errw = detachedStdio(in, out, errw)
 	}
 	p, err := direct.Start(ds, in, out, errw, onEvent)
 	if j != nil {

@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/moat-sandbox/moat/internal/linux/direct"
@@ -145,24 +144,16 @@ func (c *Cmd) spawn() {
 	// Not in a goroutine: a fork that runs while the plan is made costs the planning
 	// a copy of every page it writes before the child execs, and more than it saves.
 	sp := &spawned{}
-	in, out, errw := c.Stdin, c.Stdout, c.Stderr
+	j, in, out, errw := c.terminalStdio()
 	var o launch.Options
-	j, err := newJobControl(c.TTY, c.Stdin, c.Stdout)
-	if err != nil {
-		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal\n", err)
-	}
 	if j != nil {
-		c.jobs = j
-		in, out, errw = j.stdio(in, out, errw)
 		o.Terminal, o.Stopped = j.slave, j.stopped
-	} else {
-		in, out, errw = detachedStdio(in, out, errw)
 	}
 	sp.p, sp.err = launch.Spawn(in, out, errw, o)
 	if j != nil {
 		j.started(sp.err == nil)
-		if sp.err != nil {
-			c.jobs = nil
+		if sp.err == nil {
+			c.jobs = j
 		}
 	}
 	c.spawned = sp

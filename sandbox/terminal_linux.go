@@ -146,8 +146,7 @@ func (j *jobControl) stdio(in io.Reader, out, errw io.Writer) (io.Reader, io.Wri
 func (j *jobControl) started(ok bool) {
 	j.slave.Close()
 	if !ok {
-		j.master.Close()
-		j.tty.Close()
+		j.abandon()
 	}
 }
 
@@ -155,6 +154,22 @@ func (j *jobControl) started(ok bool) {
 func (j *jobControl) abandon() {
 	j.master.Close()
 	j.tty.Close()
+}
+
+// terminalStdio is the command's stdio and, in its terminal's foreground, the
+// job control of the pty it gets (newJobControl); elsewhere, or where no pty
+// can be had, the command gets no terminal (detachedStdio).
+func (c *Cmd) terminalStdio() (*jobControl, io.Reader, io.Writer, io.Writer) {
+	j, err := newJobControl(c.TTY, c.Stdin, c.Stdout)
+	if err != nil {
+		fmt.Fprintf(c.notice(), "moat: no pseudo-terminal for the command (%v): it runs without a terminal; a pty needs /dev/ptmx and a devpts mount at /dev/pts\n", err)
+	}
+	if j == nil {
+		in, out, errw := detachedStdio(c.Stdin, c.Stdout, c.Stderr)
+		return nil, in, out, errw
+	}
+	in, out, errw := j.stdio(c.Stdin, c.Stdout, c.Stderr)
+	return j, in, out, errw
 }
 
 // begin starts the copies, with the sandbox running; send sends a signal

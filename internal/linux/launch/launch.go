@@ -50,10 +50,6 @@ type Process struct {
 // command never holds the pipe, and init is not dumpable, so /proc/1/fd is shut.
 func (p *Process) Ended() <-chan struct{} { return p.ended }
 
-// Pgid is the sandbox's session and first process group, init's: the command
-// starts in it.
-func (p *Process) Pgid() int { return p.cmd.Process.Pid }
-
 // stdioDelay is how long Wait waits, after init has exited, for the copying of
 // stdio that isn't a file (exec's pipes) to end.
 const stdioDelay = 2 * time.Second
@@ -68,23 +64,6 @@ type Options struct {
 	// Stopped is called, from Wait, each time init reports that the command was
 	// stopped by a signal.
 	Stopped func(sig syscall.Signal)
-}
-
-// Start re-executes this binary as the sandbox's init with spec s.
-func Start(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer) (*Process, error) {
-	return StartWith(s, stdin, stdout, stderr, Options{})
-}
-
-// StartWith is Start with options.
-func StartWith(s *spec.Spec, stdin io.Reader, stdout, stderr io.Writer, o Options) (*Process, error) {
-	p, err := Spawn(stdin, stdout, stderr, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Send(s); err != nil {
-		return nil, err
-	}
-	return p, nil
 }
 
 // Spawn re-executes this binary as the sandbox's init, in new namespaces, before
